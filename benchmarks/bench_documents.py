@@ -1,0 +1,170 @@
+"""Per-keystroke cost of the document store on a 5,000-line (~200 KB) file.
+
+Run ``python benchmarks/bench_documents.py``: prints p50/p95 microseconds per call and writes
+``benchmarks/results/documents.json``. pygls' own incremental update is timed on the same
+file for comparison, since that is what the store replaces.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import platform
+import random
+import statistics
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from lsprotocol import types as lsp  # noqa: E402
+from pygls.workspace import TextDocument  # noqa: E402
+
+from lsp_spark.documents import Document, PositionEncoding  # noqa: E402
+
+LINES = 5000
+CALLS = 20_000
+UTF16 = PositionEncoding.UTF16
+RESULTS = Path(__file__).resolve().parent / "results" / "documents.json"
+
+
+def make_text(rng: random.Random) -> str:
+    """Python-looking lines averaging ~40 bytes, one in twenty carrying non-ASCII text."""
+    words = ["self", "value", "return", "if", "for", "in", "result", "=", "(", ")", "None", "x"]
+    lines = []
+    for i in range(LINES):
+        indent = " " * 4 * rng.randint(0, 3)
+        body = " ".join(rng.choices(words, k=rng.randint(1, 9)))
+        comment = "  # 日本語のコメント 😀" if i % 20 == 0 else ""
+        lines.append(f"{indent}{body}{comment}\n")
+    return "".join(lines)
+
+
+def measure(calls: Iterator[Callable[[], object]]) -> dict[str, float]:
+    """Time each call separately, with the collector off so its pauses don't land in p95."""
+    samples = []
+    clock = time.perf_counter_ns
+    gc.collect()
+    gc.disable()
+    try:
+        for call in calls:
+            begin = clock()
+            call()
+            samples.append(clock() - begin)
+    finally:
+        gc.enable()
+    samples.sort()
+    return {
+        "p50_us": samples[len(samples) // 2] / 1000,
+        "p95_us": samples[len(samples) * 95 // 100] / 1000,
+        "mean_us": statistics.fmean(samples) / 1000,
+        "calls": len(samples),
+    }
+
+
+def typing(doc: Document, row: int, char: str) -> Iterator[Callable[[], object]]:
+    """Type ``char`` then delete it, over and over, so the document stays the same size."""
+    line = doc.line(row)
+    column = len(line.encode("utf-16-le")) // 2 // 2
+    for i in range(CALLS):
+        if i % 2:
+            yield lambda: doc.apply_change((row, column), (row, column + 1), "", UTF16)
+        else:
+            yield lambda: doc.apply_change((row, column), (row, column), char, UTF16)
+
+
+def enter_and_join(doc: Document, row: int) -> Iterator[Callable[[], object]]:
+    """Split a line with Enter, then join it back: the edits that change the line count."""
+    for i in range(CALLS):
+        if i % 2:
+            yield lambda: doc.apply_change((row, 8), (row + 1, 0), "", UTF16)
+        else:
+            yield lambda: doc.apply_change((row, 8), (row, 8), "\n", UTF16)
+
+
+def lookups(
+    rng: random.Random, doc: Document, lookup: Callable[[int], object]
+) -> Iterator[Callable[[], object]]:
+    size = len(doc.text)
+    for _ in range(CALLS):
+        offset = rng.randrange(size)
+        yield lambda: lookup(offset)
+
+
+def keystroke(doc: Document, row: int) -> Iterator[Callable[[], object]]:
+    """What a didChange plus a completion request do: edit, then locate the cursor."""
+
+    def step(i: int) -> None:
+        if i % 2:
+            doc.apply_change((row, 10), (row, 11), "", UTF16)
+        else:
+            doc.apply_change((row, 10), (row, 10), "x", UTF16)
+        offset = doc.offset_at(row, 11, UTF16)
+        doc.position_at(offset, UTF16)
+        doc.point_at(offset)
+
+    for i in range(CALLS):
+        yield lambda: step(i)
+
+
+def pygls_typing(text: str, row: int) -> Iterator[Callable[[], object]]:
+    doc = TextDocument("file:///bench.py", text)
+    insert = lsp.TextDocumentContentChangePartial(
+        range=lsp.Range(lsp.Position(row, 10), lsp.Position(row, 10)), text="x"
+    )
+    delete = lsp.TextDocumentContentChangePartial(
+        range=lsp.Range(lsp.Position(row, 10), lsp.Position(row, 11)), text=""
+    )
+    for i in range(CALLS // 20):
+        change = delete if i % 2 else insert
+        yield lambda: doc.apply_change(change)
+
+
+def run() -> tuple[dict[str, dict[str, float]], int]:
+    rng = random.Random(20240611)
+    text = make_text(rng)
+    middle = LINES // 2
+    non_ascii = middle - middle % 20
+    doc = Document("file:///bench.py", "python", 1, text)
+    cases: dict[str, Iterator[Callable[[], object]]] = {
+        "apply_change: type 1 char, ASCII line": typing(doc, middle + 1, "x"),
+        "apply_change: type 1 char, non-ASCII line": typing(doc, non_ascii, "語"),
+        "apply_change: Enter / join lines": enter_and_join(doc, middle + 3),
+        "offset_at (random line, utf-16)": lookups(
+            rng, doc, lambda o: doc.offset_at(o % LINES, o % 50, UTF16)
+        ),
+        "position_at (random offset, utf-16)": lookups(
+            rng, doc, lambda o: doc.position_at(o, UTF16)
+        ),
+        "point_at (random offset)": lookups(rng, doc, doc.point_at),
+        "byte_offset_at (random offset)": lookups(rng, doc, doc.byte_offset_at),
+        "keystroke: edit + offset_at + position_at + point_at": keystroke(doc, middle + 5),
+        "pygls TextDocument.apply_change (for comparison)": pygls_typing(text, middle + 1),
+    }
+    results = {name: measure(calls) for name, calls in cases.items()}
+    assert doc.text == text, "the benchmark's edits should cancel out"
+    return results, len(text.encode())
+
+
+def main() -> None:
+    results, size = run()
+    width = max(map(len, results))
+    print(f"{LINES} lines, {size / 1000:.0f} KB, Python {platform.python_version()}")
+    print(f"{'operation':<{width}}  {'p50 µs':>8}  {'p95 µs':>8}")
+    for name, stats in results.items():
+        print(f"{name:<{width}}  {stats['p50_us']:>8.2f}  {stats['p95_us']:>8.2f}")
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    report = {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "document": {"lines": LINES, "bytes": size},
+        "results": results,
+    }
+    RESULTS.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"wrote {RESULTS}")
+
+
+if __name__ == "__main__":
+    main()

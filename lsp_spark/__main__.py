@@ -1,0 +1,3 @@
+from lsp_spark.cli import main
+
+main()

@@ -1,0 +1,466 @@
+"""The document store: the server's single source of truth for open buffers.
+
+pygls' workspace is bypassed because it re-splits the whole text on every change and only
+speaks UTF-16. Here every keystroke costs a few microseconds whatever the document size, any of
+the three LSP position encodings is accepted, and each change yields the byte-level edit that
+tree-sitter needs for incremental reparsing.
+
+Text is kept as lines (each with its own terminator) grouped into blocks of about ``_BLOCK``
+lines. A block caches its joined text and its UTF-8 size, and the document keeps prefix tables
+of rows, code points and bytes per block. An edit rebuilds one block and refreshes those tables
+with C-level ``accumulate``, so it never touches the rest of the text; lookups are a bisect over
+blocks plus a scan of at most one block.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from bisect import bisect_right
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from itertools import accumulate
+from operator import attrgetter
+
+Position = tuple[int, int]
+"""An LSP position: (line, character), the character counted in the negotiated encoding."""
+
+Point = tuple[int, int]
+"""A tree-sitter point: (row, byte column), rows counted by ``\\n`` only, as tree-sitter does."""
+
+Change = tuple[Position | None, Position | None, str]
+"""A content change: start, end (both None to replace the whole text) and the new text."""
+
+_BLOCK = 128
+"""Lines per block when blocks are (re)built; blocks split above twice this, merge below half."""
+
+_LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
+_UTF8_CONTINUATION = bytes(range(0x80, 0xC0))
+# Lone surrogates can arrive through JSON escapes; counting them beats crashing on a keystroke.
+_ERRORS = "surrogatepass"
+_LINES = attrgetter("lines")
+_CHARS = attrgetter("chars")
+_NBYTES = attrgetter("nbytes")
+
+
+class PositionEncoding(enum.StrEnum):
+    """How LSP positions count characters within a line (negotiated at initialize)."""
+
+    UTF8 = "utf-8"
+    UTF16 = "utf-16"
+    UTF32 = "utf-32"
+
+
+@dataclass(frozen=True, slots=True)
+class ByteEdit:
+    """One change in the terms ``tree_sitter.Tree.edit()`` takes, so it can be splatted in."""
+
+    start_byte: int
+    old_end_byte: int
+    new_end_byte: int
+    start_point: Point
+    old_end_point: Point
+    new_end_point: Point
+
+
+class UnknownDocumentError(KeyError):
+    """A change arrived for a URI that was never opened (or was already closed)."""
+
+
+def _split_lines(text: str) -> list[str]:
+    """Split on exactly the LSP terminators; ``str.splitlines`` also splits on \\f, \\x85 etc."""
+    if "\n" not in text and "\r" not in text:
+        return [text]
+    lines: list[str] = _LINE_RE.findall(text)
+    if lines[-1][-1] in "\r\n":
+        lines.append("")
+    return lines
+
+
+def _utf8_len(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8", _ERRORS))
+
+
+def _col_from_units(content: str, units: int, encoding: str) -> int:
+    """Code point column for ``units`` into a line, snapped back to the start of a code point."""
+    if units <= 0:
+        return 0
+    if encoding == PositionEncoding.UTF32 or content.isascii():
+        return min(units, len(content))
+    if encoding == PositionEncoding.UTF8:
+        data = content.encode("utf-8", _ERRORS)
+        if units >= len(data):
+            return len(content)
+        col = len(data[:units].translate(None, _UTF8_CONTINUATION))
+        # A continuation byte next means the cut fell inside a code point already counted.
+        return col - 1 if data[units] & 0xC0 == 0x80 else col
+    data = content.encode("utf-16-le", _ERRORS)
+    cut = 2 * units
+    if cut >= len(data):
+        return len(content)
+    col = len(data[:cut].decode("utf-16-le", _ERRORS))
+    # A low surrogate next means the cut split a pair; its high half was decoded on its own.
+    return col - 1 if 0xDC <= data[cut + 1] <= 0xDF else col
+
+
+def _units_from_col(content: str, col: int, encoding: str) -> int:
+    if encoding == PositionEncoding.UTF32 or content.isascii():
+        return col
+    if encoding == PositionEncoding.UTF8:
+        return len(content[:col].encode("utf-8", _ERRORS))
+    return len(content[:col].encode("utf-16-le", _ERRORS)) // 2
+
+
+class _Block:
+    """A run of whole lines whose totals are cached so an edit only rebuilds this run."""
+
+    __slots__ = ("_utf8", "blens", "chars", "lines", "lone_cr", "nbytes", "text")
+
+    def __init__(self, lines: list[str], blens: list[int]) -> None:
+        self.lines = lines
+        self.blens = blens
+        self.text = "".join(lines)
+        self.chars = len(self.text)
+        self.nbytes = sum(blens)
+        # Line content never holds \r, so every \r not followed by \n ends a line.
+        self.lone_cr = self.text.count("\r") - self.text.count("\r\n")
+        self._utf8: bytes | None = None
+
+    @property
+    def utf8(self) -> bytes:
+        """Encoded lazily: only tree-sitter reads need it, and untouched blocks keep theirs."""
+        if self._utf8 is None:
+            self._utf8 = self.text.encode("utf-8", _ERRORS)
+        return self._utf8
+
+
+def _chunk(lines: list[str], blens: list[int]) -> list[_Block]:
+    if len(lines) <= 2 * _BLOCK:
+        return [_Block(lines, blens)]
+    count = -(-len(lines) // _BLOCK)
+    step = -(-len(lines) // count)
+    return [_Block(lines[i : i + step], blens[i : i + step]) for i in range(0, len(lines), step)]
+
+
+class Document:
+    """One open buffer, with position conversions in any LSP encoding and for tree-sitter.
+
+    Offsets are code point indices into ``text``. Every line but the last ends with its
+    terminator, and the last has none, so a trailing newline yields an empty last line.
+    """
+
+    __slots__ = (
+        "_blocks",
+        "_byte_at",
+        "_char_at",
+        "_lone_cr",
+        "_row_at",
+        "_text",
+        "language_id",
+        "uri",
+        "version",
+    )
+    uri: str
+    language_id: str
+    version: int
+    _text: str | None
+
+    def __init__(self, uri: str, language_id: str, version: int, text: str) -> None:
+        self.uri = uri
+        self.language_id = language_id
+        self.version = version
+        self._reset(text)
+
+    def __repr__(self) -> str:
+        return f"Document({self.uri!r}, version={self.version}, lines={self.line_count})"
+
+    @property
+    def text(self) -> str:
+        """The whole text, joined from per-block strings only when asked for after a change."""
+        if self._text is None:
+            self._text = "".join(block.text for block in self._blocks)
+        return self._text
+
+    @property
+    def line_count(self) -> int:
+        return self._row_at[-1]
+
+    def line(self, row: int) -> str:
+        """The line's content without its terminator; "" for rows outside the document."""
+        if not 0 <= row < self._row_at[-1]:
+            return ""
+        bi = bisect_right(self._row_at, row) - 1
+        return self._blocks[bi].lines[row - self._row_at[bi]].rstrip("\r\n")
+
+    def offset_at(self, line: int, character: int, encoding: PositionEncoding) -> int:
+        """Code point offset of an LSP position, clamped the way editors expect.
+
+        A negative line gives 0 and one past the end gives ``len(text)``; a character past the
+        line's content gives the end of that content, and one inside a multi-unit code point
+        gives that code point's start.
+        """
+        bi, k, col = self._locate(line, character, encoding)
+        block = self._blocks[bi]
+        return self._char_at[bi] + sum(map(len, block.lines[:k])) + col
+
+    def position_at(self, offset: int, encoding: PositionEncoding) -> Position:
+        """LSP position of a code point offset; offsets inside a line terminator map before it."""
+        bi, k, col = self._find(offset)
+        content = self._blocks[bi].lines[k].rstrip("\r\n")
+        col = min(col, len(content))
+        return self._row_at[bi] + k, _units_from_col(content, col, encoding)
+
+    def point_at(self, offset: int) -> Point:
+        """Tree-sitter point of a code point offset, to look up syntax nodes at the cursor."""
+        bi, k, col = self._find(offset)
+        return self._ts_point(bi, k, _utf8_len(self._blocks[bi].lines[k][:col]))
+
+    def byte_offset_at(self, offset: int) -> int:
+        """UTF-8 byte offset of a code point offset, as tree-sitter nodes report positions."""
+        bi, k, col = self._find(offset)
+        block = self._blocks[bi]
+        return self._byte_at[bi] + sum(block.blens[:k]) + _utf8_len(block.lines[k][:col])
+
+    def offset_at_byte(self, byte_offset: int) -> int:
+        """Code point offset of a UTF-8 byte offset (snapped to a code point start), so
+        tree-sitter node ranges can be turned back into LSP positions."""
+        byte_offset = min(max(byte_offset, 0), self._byte_at[-1])
+        bi = min(bisect_right(self._byte_at, byte_offset), len(self._blocks)) - 1
+        block = self._blocks[bi]
+        rel = byte_offset - self._byte_at[bi]
+        starts = list(accumulate(block.blens, initial=0))
+        k = min(bisect_right(starts, rel), len(block.lines)) - 1
+        col = _col_from_units(block.lines[k], rel - starts[k], PositionEncoding.UTF8)
+        return self._char_at[bi] + sum(map(len, block.lines[:k])) + col
+
+    def read_utf8(self, byte_offset: int, point: Point) -> bytes:
+        """Tree-sitter read callback: parse straight from the blocks without joining the text.
+
+        ``point`` is ignored; the byte offset alone locates the chunk.
+        """
+        if not 0 <= byte_offset < self._byte_at[-1]:
+            return b""
+        bi = bisect_right(self._byte_at, byte_offset) - 1
+        return self._blocks[bi].utf8[byte_offset - self._byte_at[bi] :]
+
+    def apply_change(
+        self,
+        start: Position | None,
+        end: Position | None,
+        new_text: str,
+        encoding: PositionEncoding,
+    ) -> ByteEdit:
+        """Apply one LSP content change and describe it for ``Tree.edit()``.
+
+        ``None`` for either end replaces the whole document. Out-of-range positions clamp as in
+        ``offset_at`` and a reversed range is swapped: a misbehaving client must not be able to
+        take the server down with a keystroke.
+        """
+        if start is None or end is None:
+            return self._replace_all(new_text)
+        sbi, sk, scol = self._locate(start[0], start[1], encoding)
+        ebi, ek, ecol = self._locate(end[0], end[1], encoding)
+        if (ebi, ek, ecol) < (sbi, sk, scol):
+            sbi, sk, scol, ebi, ek, ecol = ebi, ek, ecol, sbi, sk, scol
+        start_byte, start_point = self._byte_and_point(sbi, sk, scol)
+        old_end_byte, old_end_point = self._byte_and_point(ebi, ek, ecol)
+
+        first = self._row_at[sbi] + sk
+        last = self._row_at[ebi] + ek
+        segment = self._blocks[sbi].lines[sk][:scol] + new_text + self._blocks[ebi].lines[ek][ecol:]
+        if segment[:1] == "\n" and first > 0:
+            pbi = bisect_right(self._row_at, first - 1) - 1
+            previous = self._blocks[pbi].lines[first - 1 - self._row_at[pbi]]
+            if previous[-1] == "\r":
+                # The \r that ended the previous line and this \n now form one terminator.
+                first -= 1
+                segment = previous + segment
+        new_lines = _split_lines(segment)
+        if last < self._row_at[-1] - 1:
+            # The segment ends with the end line's own terminator, which split off an empty tail.
+            new_lines.pop()
+        self._replace_lines(first, last, new_lines)
+
+        newlines = new_text.count("\n")
+        if newlines:
+            tail = new_text[new_text.rindex("\n") + 1 :]
+            new_end_point = (start_point[0] + newlines, _utf8_len(tail))
+        else:
+            new_end_point = (start_point[0], start_point[1] + _utf8_len(new_text))
+        return ByteEdit(
+            start_byte=start_byte,
+            old_end_byte=old_end_byte,
+            new_end_byte=start_byte + _utf8_len(new_text),
+            start_point=start_point,
+            old_end_point=old_end_point,
+            new_end_point=new_end_point,
+        )
+
+    def _reset(self, text: str) -> None:
+        lines = _split_lines(text)
+        self._blocks = _chunk(lines, [_utf8_len(line) for line in lines])
+        self._lone_cr = sum(block.lone_cr for block in self._blocks)
+        self._row_at = [0]
+        self._char_at = [0]
+        self._byte_at = [0]
+        self._reindex(0)
+        self._text = text
+
+    def _reindex(self, first: int) -> None:
+        """Refresh the per-block prefix tables from block ``first`` on; earlier ones still hold."""
+        blocks = self._blocks[first:]
+        self._row_at[first:] = accumulate(
+            map(len, map(_LINES, blocks)), initial=self._row_at[first]
+        )
+        self._char_at[first:] = accumulate(map(_CHARS, blocks), initial=self._char_at[first])
+        self._byte_at[first:] = accumulate(map(_NBYTES, blocks), initial=self._byte_at[first])
+
+    def _locate(self, line: int, character: int, encoding: str) -> tuple[int, int, int]:
+        """Block index, line within block and clamped code point column of an LSP position."""
+        if line < 0:
+            return 0, 0, 0
+        if line >= self._row_at[-1]:
+            block = self._blocks[-1]
+            return len(self._blocks) - 1, len(block.lines) - 1, len(block.lines[-1])
+        bi = bisect_right(self._row_at, line) - 1
+        k = line - self._row_at[bi]
+        content = self._blocks[bi].lines[k].rstrip("\r\n")
+        return bi, k, _col_from_units(content, character, encoding)
+
+    def _find(self, offset: int) -> tuple[int, int, int]:
+        """Block index, line within block and code point column of a (clamped) offset.
+
+        The column is exact, so it may point inside the line's terminator.
+        """
+        offset = min(max(offset, 0), self._char_at[-1])
+        # Past the end, bisect lands one beyond the last block; an empty last line sits there.
+        bi = min(bisect_right(self._char_at, offset), len(self._blocks)) - 1
+        block = self._blocks[bi]
+        rel = offset - self._char_at[bi]
+        starts = list(accumulate(map(len, block.lines), initial=0))
+        k = min(bisect_right(starts, rel), len(block.lines)) - 1
+        return bi, k, rel - starts[k]
+
+    def _byte_and_point(self, bi: int, k: int, col: int) -> tuple[int, Point]:
+        block = self._blocks[bi]
+        line = block.lines[k]
+        byte_col = col if line.isascii() else _utf8_len(line[:col])
+        return self._byte_at[bi] + sum(block.blens[:k]) + byte_col, self._ts_point(bi, k, byte_col)
+
+    def _ts_point(self, bi: int, k: int, byte_col: int) -> Point:
+        """Tree-sitter counts rows by \\n alone, so lines ended by a lone \\r share its row."""
+        row = self._row_at[bi] + k
+        if not self._lone_cr:
+            return row, byte_col
+        blocks = self._blocks
+        block = blocks[bi]
+        row -= sum(b.lone_cr for b in blocks[:bi])
+        row -= sum(1 for line in block.lines[:k] if line[-1] == "\r")
+        # Widen the column over the lone-\r lines just before this one, whole blocks at a time.
+        col = byte_col
+        j = k - 1
+        while j >= 0 and block.lines[j][-1] == "\r":
+            col += block.blens[j]
+            j -= 1
+        if j < 0:
+            bi -= 1
+            while bi >= 0 and blocks[bi].lone_cr == len(blocks[bi].lines):
+                col += blocks[bi].nbytes
+                bi -= 1
+            if bi >= 0:
+                block = blocks[bi]
+                j = len(block.lines) - 1
+                while block.lines[j][-1] == "\r":
+                    col += block.blens[j]
+                    j -= 1
+        return row, col
+
+    def _end_point(self) -> Point:
+        block = self._blocks[-1]
+        k = len(block.lines) - 1
+        return self._ts_point(len(self._blocks) - 1, k, block.blens[k])
+
+    def _replace_all(self, text: str) -> ByteEdit:
+        old_end_byte = self._byte_at[-1]
+        old_end_point = self._end_point()
+        self._reset(text)
+        return ByteEdit(
+            start_byte=0,
+            old_end_byte=old_end_byte,
+            new_end_byte=self._byte_at[-1],
+            start_point=(0, 0),
+            old_end_point=old_end_point,
+            new_end_point=self._end_point(),
+        )
+
+    def _replace_lines(self, first: int, last: int, new_lines: list[str]) -> None:
+        """Replace rows ``first..last`` (inclusive), rebuilding only the blocks they touch."""
+        blocks = self._blocks
+        bi = bisect_right(self._row_at, first) - 1
+        stop = bisect_right(self._row_at, last)
+        head = first - self._row_at[bi]
+        tail = last - self._row_at[stop - 1] + 1
+        lines = blocks[bi].lines[:head] + new_lines + blocks[stop - 1].lines[tail:]
+        blens = (
+            blocks[bi].blens[:head]
+            + [_utf8_len(line) for line in new_lines]
+            + blocks[stop - 1].blens[tail:]
+        )
+        if len(lines) < _BLOCK // 2:
+            if stop < len(blocks):
+                lines += blocks[stop].lines
+                blens += blocks[stop].blens
+                stop += 1
+            elif bi > 0:
+                bi -= 1
+                lines = blocks[bi].lines + lines
+                blens = blocks[bi].blens + blens
+        rebuilt = _chunk(lines, blens)
+        self._lone_cr += sum(b.lone_cr for b in rebuilt) - sum(b.lone_cr for b in blocks[bi:stop])
+        blocks[bi:stop] = rebuilt
+        self._reindex(bi)
+        self._text = None
+
+
+class DocumentStore:
+    """Open documents by URI; handlers read buffer text from here and nowhere else."""
+
+    __slots__ = ("_docs",)
+
+    def __init__(self) -> None:
+        self._docs: dict[str, Document] = {}
+
+    def open(self, uri: str, language_id: str, version: int, text: str) -> Document:
+        """Open (or, for a repeated didOpen, reset) a document."""
+        doc = Document(uri, language_id, version, text)
+        self._docs[uri] = doc
+        return doc
+
+    def change(
+        self,
+        uri: str,
+        version: int,
+        changes: Iterable[Change],
+        encoding: PositionEncoding,
+    ) -> list[ByteEdit]:
+        """Apply changes in order; the edits come back in the same order for ``Tree.edit()``."""
+        doc = self._docs.get(uri)
+        if doc is None:
+            raise UnknownDocumentError(uri)
+        edits = [doc.apply_change(start, end, text, encoding) for start, end, text in changes]
+        doc.version = version
+        return edits
+
+    def close(self, uri: str) -> None:
+        """Forget a document; closing one that is not open is harmless."""
+        self._docs.pop(uri, None)
+
+    def get(self, uri: str) -> Document | None:
+        return self._docs.get(uri)
+
+    def __iter__(self) -> Iterator[Document]:
+        # A snapshot, so handlers may open or close documents while iterating.
+        return iter(tuple(self._docs.values()))
+
+    def __len__(self) -> int:
+        return len(self._docs)

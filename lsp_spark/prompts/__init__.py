@@ -1,0 +1,1 @@
+"""Prompt formats: one pure function per model family."""

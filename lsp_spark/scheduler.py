@@ -1,0 +1,58 @@
+"""Per-document scheduling: only the newest request for a document keeps running."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+class LatestOnly:
+    """A newer job for the same key cancels the older one.
+
+    Editors such as Neovim send a new request per keystroke without cancelling the
+    previous one; without this, every keystroke would keep a stream open upstream.
+    """
+
+    def __init__(self) -> None:
+        self._jobs: dict[str, asyncio.Task[Any]] = {}
+
+    def submit(self, key: str, job: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
+        self.cancel(key)
+        task = asyncio.get_running_loop().create_task(job)
+        self._jobs[key] = task
+        task.add_done_callback(lambda done: self._forget(key, done))
+        return task
+
+    def _forget(self, key: str, task: asyncio.Task[Any]) -> None:
+        if self._jobs.get(key) is task:
+            del self._jobs[key]
+
+    def cancel(self, key: str) -> None:
+        task = self._jobs.pop(key, None)
+        if task is not None:
+            task.cancel()
+
+    def cancel_all(self) -> None:
+        for key in list(self._jobs):
+            self.cancel(key)
+
+    def __len__(self) -> int:
+        return len(self._jobs)
+
+
+async def outcome(task: asyncio.Task[T]) -> T | None:
+    """Await a job; a job superseded by a newer one yields None instead of an error.
+
+    If the caller itself is cancelled (`$/cancelRequest`), awaiting the task
+    cancels it too, which closes its upstream stream.
+    """
+    try:
+        return await task
+    except asyncio.CancelledError:
+        current = asyncio.current_task()
+        if current is not None and current.cancelling():
+            raise
+        return None

@@ -1,0 +1,220 @@
+"""LSP handlers: translate messages into calls on the pipeline and back, nothing more."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from lsprotocol import types
+from pygls.capabilities import get_capability
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol, lsp_method
+
+from lsp_spark import __version__, settings
+from lsp_spark.documents import Document, DocumentStore, PositionEncoding, UnknownDocumentError
+from lsp_spark.pipeline import CompletionEngine, Suggestion
+
+log = logging.getLogger(__name__)
+
+STATS_METHOD = "lspSpark/stats"
+STATS_COMMAND = "lspSpark.stats"
+LABEL_LENGTH = 60
+
+
+class SparkProtocol(LanguageServerProtocol):
+    """Document sync goes to our own store; pygls' workspace copy would double the work."""
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_OPEN)
+    def lsp_text_document__did_open(self, params: types.DidOpenTextDocumentParams) -> Any:
+        if (handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_OPEN)) is not None:
+            yield handler, (params,), None
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
+    def lsp_text_document__did_change(self, params: types.DidChangeTextDocumentParams) -> Any:
+        if (handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_CHANGE)) is not None:
+            yield handler, (params,), None
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_CLOSE)
+    def lsp_text_document__did_close(self, params: types.DidCloseTextDocumentParams) -> Any:
+        if (handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_CLOSE)) is not None:
+            yield handler, (params,), None
+
+
+class SparkServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__("lsp-spark", __version__, protocol_cls=SparkProtocol)
+        self.documents = DocumentStore()
+        self.engine = CompletionEngine(self.show)
+        self.initialization_options: Any = None
+        self.encoding = PositionEncoding.UTF16
+        self._told_settings: set[str] = set()
+
+    def show(self, message: str, error: bool = True) -> None:
+        kind = types.MessageType.Error if error else types.MessageType.Warning
+        self.window_show_message(types.ShowMessageParams(type=kind, message=message))
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        """Out-of-band errors go to the log; the user hears about each kind once."""
+        log.error("server error (%s): %s", getattr(source, "__name__", source), error)
+
+    async def apply_settings(self, client_settings: Any = None) -> None:
+        loaded, problems = settings.load(self.initialization_options, client_settings)
+        logging.getLogger("lsp_spark").setLevel(loaded.log_level.upper())
+        fresh = [problem for problem in problems if problem not in self._told_settings]
+        if fresh:
+            self._told_settings.update(fresh)
+            self.show("lsp-spark ignored invalid settings: " + "; ".join(fresh), error=False)
+        await self.engine.configure(loaded)
+
+    def cursor(
+        self, document: Document, position: types.Position
+    ) -> tuple[int, int, types.Position]:
+        """Row, code point column and the clamped LSP position of a client position."""
+        offset = document.offset_at(position.line, position.character, self.encoding)
+        row, column = document.position_at(offset, PositionEncoding.UTF32)
+        line, character = document.position_at(offset, self.encoding)
+        return row, column, types.Position(line, character)
+
+    def replaced_range(
+        self, document: Document, row: int, column: int, start: types.Position, chars: int
+    ) -> types.Range:
+        end_offset = document.offset_at(row, column + chars, PositionEncoding.UTF32)
+        line, character = document.position_at(end_offset, self.encoding)
+        return types.Range(start, types.Position(line, character))
+
+
+server = SparkServer()
+
+
+@server.feature(types.INITIALIZE)
+def initialize(ls: SparkServer, params: types.InitializeParams) -> None:
+    ls.initialization_options = params.initialization_options
+    negotiated = ls.workspace.position_encoding
+    ls.encoding = PositionEncoding(getattr(negotiated, "value", negotiated) or "utf-16")
+
+
+@server.feature(types.INITIALIZED)
+async def initialized(ls: SparkServer, _: types.InitializedParams) -> None:
+    await ls.apply_settings()
+
+
+@server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+async def did_change_configuration(
+    ls: SparkServer, params: types.DidChangeConfigurationParams
+) -> None:
+    client_settings = params.settings
+    pull = get_capability(ls.client_capabilities, "workspace.configuration", False)
+    if not client_settings and pull:
+        answers = await ls.workspace_configuration_async(
+            types.ConfigurationParams(
+                items=[types.ConfigurationItem(section=settings.SETTINGS_SECTION)]
+            )
+        )
+        client_settings = answers[0] if answers else None
+    await ls.apply_settings(client_settings)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+def did_open(ls: SparkServer, params: types.DidOpenTextDocumentParams) -> None:
+    item = params.text_document
+    ls.documents.open(item.uri, item.language_id, item.version, item.text)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+def did_change(ls: SparkServer, params: types.DidChangeTextDocumentParams) -> None:
+    changes = [
+        (
+            (change.range.start.line, change.range.start.character),
+            (change.range.end.line, change.range.end.character),
+            change.text,
+        )
+        if isinstance(change, types.TextDocumentContentChangePartial)
+        else (None, None, change.text)
+        for change in params.content_changes
+    ]
+    try:
+        ls.documents.change(
+            params.text_document.uri, params.text_document.version, changes, ls.encoding
+        )
+    except UnknownDocumentError:
+        log.warning("change for a document that was never opened: %s", params.text_document.uri)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+def did_close(ls: SparkServer, params: types.DidCloseTextDocumentParams) -> None:
+    ls.engine.jobs.cancel(params.text_document.uri)
+    ls.documents.close(params.text_document.uri)
+
+
+@server.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())
+async def inline_completion(
+    ls: SparkServer, params: types.InlineCompletionParams
+) -> types.InlineCompletionList:
+    document = ls.documents.get(params.text_document.uri)
+    if document is None:
+        return types.InlineCompletionList(items=[])
+    row, column, start = ls.cursor(document, params.position)
+    suggestion = await ls.engine.suggest(document, row, column)
+    if suggestion is None:
+        return types.InlineCompletionList(items=[])
+    return types.InlineCompletionList(
+        items=[
+            types.InlineCompletionItem(
+                insert_text=suggestion.text,
+                range=ls.replaced_range(document, row, column, start, suggestion.replace_chars),
+            )
+        ]
+    )
+
+
+def completion_item(suggestion: Suggestion, edit_range: types.Range) -> types.CompletionItem:
+    first_line = suggestion.text.strip().split("\n", 1)[0]
+    label = first_line if len(first_line) <= LABEL_LENGTH else first_line[: LABEL_LENGTH - 1] + "…"
+    return types.CompletionItem(
+        label=label,
+        kind=types.CompletionItemKind.Snippet,
+        detail=f"lsp-spark ({suggestion.backend})",
+        documentation=types.MarkupContent(
+            kind=types.MarkupKind.Markdown, value=f"```\n{suggestion.text}\n```"
+        ),
+        text_edit=types.TextEdit(range=edit_range, new_text=suggestion.text),
+        insert_text_format=types.InsertTextFormat.PlainText,
+        filter_text=first_line.strip(),
+        sort_text="~lsp-spark",
+    )
+
+
+@server.feature(types.TEXT_DOCUMENT_COMPLETION, types.CompletionOptions(resolve_provider=False))
+async def completion(ls: SparkServer, params: types.CompletionParams) -> types.CompletionList:
+    """For clients without ghost text: never hold back other servers' items past the deadline."""
+    document = ls.documents.get(params.text_document.uri)
+    if document is None:
+        return types.CompletionList(is_incomplete=False, items=[])
+    row, column, start = ls.cursor(document, params.position)
+    job = ls.engine.submit(document, row, column)
+    done, _ = await asyncio.wait({job}, timeout=ls.engine.settings.completion_deadline_ms / 1000)
+    if not done or job.cancelled():
+        return types.CompletionList(is_incomplete=True, items=[])
+    suggestion = job.result()
+    if suggestion is None:
+        return types.CompletionList(is_incomplete=False, items=[])
+    edit_range = ls.replaced_range(document, row, column, start, suggestion.replace_chars)
+    return types.CompletionList(
+        is_incomplete=False, items=[completion_item(suggestion, edit_range)]
+    )
+
+
+@server.feature(STATS_METHOD)
+def stats_request(ls: SparkServer, _: Any) -> dict[str, Any]:
+    return ls.engine.stats.snapshot(ls.engine.backend_name, ls.engine.model_name)
+
+
+@server.command(STATS_COMMAND)
+def stats_command(ls: SparkServer, *_: Any) -> dict[str, Any]:
+    return ls.engine.stats.snapshot(ls.engine.backend_name, ls.engine.model_name)
+
+
+@server.feature(types.SHUTDOWN)
+async def shutdown(ls: SparkServer, _: Any) -> None:
+    await ls.engine.aclose()

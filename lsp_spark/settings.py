@@ -1,0 +1,151 @@
+"""One typed, fully defaulted settings model, and the layers it is read from.
+
+Precedence, lowest first: defaults, the TOML file in the user's config dir,
+environment variables, `initializationOptions`, `workspace/didChangeConfiguration`.
+A bad value never stops the server: it is dropped, the rest applies, and the
+caller gets the problems to show the user once.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import platformdirs
+from pydantic import AliasGenerator, BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic.alias_generators import to_camel
+
+BackendName = Literal["auto", "cerebras", "openai", "local"]
+
+CEREBRAS_BASE_URL = "https://api.cerebras.ai"
+OPENAI_COMPATIBLE_BASE_URL = "http://127.0.0.1:8080"
+DEFAULT_CEREBRAS_MODEL = "gpt-oss-120b"
+SETTINGS_SECTION = "lspSpark"
+
+
+class Settings(BaseModel):
+    """Everything a user can configure; every field has a working default."""
+
+    model_config = ConfigDict(
+        alias_generator=AliasGenerator(validation_alias=to_camel, serialization_alias=to_camel),
+        populate_by_name=True,
+        extra="forbid",
+        frozen=True,
+    )
+
+    enable: bool = True
+    backend: BackendName = "auto"
+    api_key: SecretStr | None = None
+    base_url: str | None = Field(
+        default=None, description="Defaults to Cerebras' API or a local OpenAI-compatible server."
+    )
+    model: str | None = Field(
+        default=None, description="Completion model; defaults per backend (Cerebras: gpt-oss-120b)."
+    )
+    reasoning_effort: Literal["none", "low", "medium", "high"] | None = "low"
+    openai_mode: Literal["chat", "fim"] = "chat"
+    fim_template: Literal["qwen", "starcoder", "codellama", "deepseek"] = "qwen"
+    local_model_path: str | None = None
+    local_threads: int | None = Field(default=None, ge=1, le=64)
+    max_tokens: int = Field(default=96, ge=1, le=4096)
+    max_lines: int = Field(default=12, ge=1, le=200)
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    debounce_ms: int = Field(default=15, ge=0, le=2000)
+    completion_deadline_ms: int = Field(default=350, ge=10, le=10000)
+    request_timeout_ms: int = Field(default=8000, ge=100, le=120000)
+    context_prefix_chars: int = Field(default=6000, ge=64, le=200000)
+    context_suffix_chars: int = Field(default=1500, ge=0, le=100000)
+    log_level: Literal["error", "warning", "info", "debug"] = "info"
+
+    def redacted(self) -> dict[str, Any]:
+        """Settings as shown to people: the key is never printed, only whether it is set."""
+        shown = self.model_dump(by_alias=True)
+        shown["apiKey"] = "set" if self.api_key else "not set"
+        return shown
+
+
+ENVIRONMENT_VARIABLES: dict[str, str] = {
+    "CEREBRAS_API_KEY": "api_key",
+    "CEREBRAS_BASE_URL": "base_url",
+    **{f"LSP_SPARK_{name.upper()}": name for name in Settings.model_fields},
+}
+
+
+def config_file_path() -> Path:
+    return Path(platformdirs.user_config_dir("lsp-spark")) / "config.toml"
+
+
+def from_file(path: Path | None = None) -> tuple[dict[str, Any], list[str]]:
+    path = path or config_file_path()
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle), []
+    except FileNotFoundError:
+        return {}, []
+    except (OSError, tomllib.TOMLDecodeError) as error:
+        return {}, [f"{path}: {error}"]
+
+
+def from_environment(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    environ = os.environ if environ is None else environ
+    return {
+        field: environ[variable]
+        for variable, field in ENVIRONMENT_VARIABLES.items()
+        if environ.get(variable)
+    }
+
+
+def _section(options: Any) -> dict[str, Any]:
+    """Accept both `{"lspSpark": {...}}` (VS Code style) and the bare mapping."""
+    if not isinstance(options, Mapping):
+        return {}
+    inner = options.get(SETTINGS_SECTION)
+    return dict(inner) if isinstance(inner, Mapping) else dict(options)
+
+
+def _canonical(key: str) -> str:
+    for name, info in Settings.model_fields.items():
+        if key in (name, to_camel(name)) or (info.alias and key == info.alias):
+            return name
+    return key
+
+
+def merge(*layers: Any) -> tuple[Settings, list[str]]:
+    """Combine layers into Settings, dropping (and reporting) each bad entry."""
+    combined: dict[str, Any] = {}
+    for layer in layers:
+        for key, value in _section(layer).items():
+            combined[_canonical(str(key))] = value
+    problems: list[str] = []
+    while True:
+        try:
+            return Settings.model_validate(combined), problems
+        except ValidationError as error:
+            dropped = False
+            for detail in error.errors():
+                key = str(detail["loc"][0]) if detail["loc"] else ""
+                if key in combined:
+                    reason = (
+                        "unknown setting" if detail["type"] == "extra_forbidden" else detail["msg"]
+                    )
+                    problems.append(f"{to_camel(key)}: {reason}")
+                    del combined[key]
+                    dropped = True
+            if not dropped:
+                return Settings(), [*problems, str(error)]
+
+
+def load(
+    initialization_options: Any = None,
+    client_settings: Any = None,
+    environ: Mapping[str, str] | None = None,
+    config_file: Path | None = None,
+) -> tuple[Settings, list[str]]:
+    file_layer, file_problems = from_file(config_file)
+    settings, problems = merge(
+        file_layer, from_environment(environ), initialization_options, client_settings
+    )
+    return settings, file_problems + problems

@@ -1,0 +1,60 @@
+"""Counters the user can ask for (`lspSpark/stats`) to see where time and tokens go."""
+
+from __future__ import annotations
+
+import statistics
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+WINDOW = 500
+
+
+def _percentile(samples: deque[float], fraction: float) -> float | None:
+    if not samples:
+        return None
+    if len(samples) == 1:
+        return samples[0]
+    return statistics.quantiles(samples, n=100, method="inclusive")[round(fraction * 100) - 1]
+
+
+@dataclass
+class Stats:
+    requests: int = 0
+    suggestions: int = 0
+    empty: int = 0
+    cache_hits: int = 0
+    upstream_requests: int = 0
+    upstream_errors: int = 0
+    superseded: int = 0
+    early_stops: int = 0
+    tokens_received: int = 0
+    latencies_ms: deque[float] = field(default_factory=lambda: deque(maxlen=WINDOW))
+    first_token_ms: deque[float] = field(default_factory=lambda: deque(maxlen=WINDOW))
+    tokens_per_second: deque[float] = field(default_factory=lambda: deque(maxlen=WINDOW))
+
+    def snapshot(self, backend: str, model: str) -> dict[str, Any]:
+        looked_up = self.cache_hits + self.upstream_requests
+        return {
+            "backend": backend,
+            "model": model,
+            "requests": self.requests,
+            "suggestions": self.suggestions,
+            "empty": self.empty,
+            "cacheHits": self.cache_hits,
+            "cacheHitRate": self.cache_hits / looked_up if looked_up else 0.0,
+            "upstreamRequests": self.upstream_requests,
+            "upstreamErrors": self.upstream_errors,
+            "superseded": self.superseded,
+            "earlyStops": self.early_stops,
+            "tokensReceived": self.tokens_received,
+            "latencyMs": {
+                "p50": _percentile(self.latencies_ms, 0.5),
+                "p95": _percentile(self.latencies_ms, 0.95),
+            },
+            "firstTokenMs": {
+                "p50": _percentile(self.first_token_ms, 0.5),
+                "p95": _percentile(self.first_token_ms, 0.95),
+            },
+            "tokensPerSecond": {"p50": _percentile(self.tokens_per_second, 0.5)},
+        }

@@ -1,0 +1,1 @@
+"""Syntax: tree-sitter grammars, trees and queries."""

@@ -1,0 +1,304 @@
+"""The real server process over stdio, against the loopback Cerebras-compatible server."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+from lsprotocol import types
+from pygls.exceptions import JsonRpcRequestCancelled
+
+from lsp_spark.prompts.chat import HOLE
+from lsp_spark.testing.cerebras_server import CerebrasTestServer
+from tests.conftest import StartSpark, cerebras_options, eventually, inline, open_document
+
+
+def sent_code(request) -> str:
+    return request.body["messages"][-1]["content"]
+
+
+async def test_initialize_advertises_ghost_text_completion_and_incremental_sync(
+    start_spark: StartSpark,
+) -> None:
+    client = await start_spark({"backend": "openai", "baseUrl": "http://127.0.0.1:9"})
+    capabilities = client.initialize_result.capabilities
+    assert capabilities.inline_completion_provider is not None
+    assert capabilities.completion_provider is not None
+    sync = capabilities.text_document_sync
+    assert getattr(sync, "change", sync) == types.TextDocumentSyncKind.Incremental
+    assert capabilities.position_encoding == types.PositionEncodingKind.Utf16
+
+
+async def test_utf8_is_negotiated_when_offered(start_spark: StartSpark) -> None:
+    client = await start_spark(
+        {"backend": "openai", "baseUrl": "http://127.0.0.1:9"}, encodings=["utf-8", "utf-16"]
+    )
+    assert client.initialize_result.capabilities.position_encoding == "utf-8"
+
+
+async def test_inline_completion_fills_the_hole_through_chat(
+    start_spark: StartSpark, cerebras: CerebrasTestServer
+) -> None:
+    cerebras.config.queue_replies("a + b\n")
+    client = await start_spark(cerebras_options(cerebras))
+    uri = open_document(client, "def add(a, b):\n    return \n\nprint(add(1, 2))\n")
+    result = await inline(client, uri, 1, 11)
+    assert [item.insert_text for item in result.items] == ["a + b"]
+    request = cerebras.completion_requests[-1]
+    assert request.body["model"] == "gpt-oss-120b"
+    assert request.body["stream"] is True
+    assert request.body["max_completion_tokens"] >= 1
+    assert f"    return {HOLE}\n\nprint(add(1, 2))" in sent_code(request)
+
+
+async def test_suggestion_replaces_an_auto_inserted_bracket(
+    start_spark: StartSpark, cerebras: CerebrasTestServer
+) -> None:
+    cerebras.config.queue_replies("total, count)")
+    client = await start_spark(cerebras_options(cerebras))
+    uri = open_document(client, "result = divide()\n")
+    result = await inline(client, uri, 0, 16)
+    item = result.items[0]
+    assert item.insert_text == "total, count)"
+    assert item.range == types.Range(types.Position(0, 16), types.Position(0, 17))
+
+
+async def test_positions_count_utf16_units_before_the_cursor(
+    start_spark: StartSpark, cerebras: CerebrasTestServer
+) -> None:
+    cerebras.config.queue_replies("done')")
+    client = await start_spark(cerebras_options(cerebras))
+    line = "print('😀 中文 "
+    uri = open_document(client, line + ")\n")
+    utf16_column = len(line.encode("utf-16-le")) // 2
+    result = await inline(client, uri, 0, utf16_column)
+    assert f"\n{line}{HOLE})\n" in sent_code(cerebras.completion_requests[-1])
+    assert result.items[0].range.start == types.Position(0, utf16_column)
+    assert result.items[0].range.end == types.Position(0, utf16_column + 1)
+
+
+async def test_positions_count_utf8_bytes_when_negotiated(
+    start_spark: StartSpark, cerebras: CerebrasTestServer
+) -> None:
+    cerebras.config.queue_replies("x")
+    client = await start_spark(cerebras_options(cerebras), encodings=["utf-8"])
+    line = "s = '😀中' + "
+    uri = open_document(client, line + "\n")
+    byte_column = len(line.encode())
+    result = await inline(client, uri, 0, byte_column)
+    assert f"{line}{HOLE}" in sent_code(cerebras.completion_requests[-1])
+    assert result.items[0].range.start == types.Position(0, byte_column)
+
+
+async def test_incremental_changes_reach_the_prompt(
+    start_spark: StartSpark, cerebras: CerebrasTestServer
+) -> None:
+    cerebras.config.queue_replies("1")
+    client = await start_spark(cerebras_options(cerebras))
+    uri = open_document(client, "x = \n")
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+            content_changes=[
+                types.TextDocumentContentChangePartial(
+                    range=types.Range(types.Position(0, 0), types.Position(0, 1)), text="total"
+                )
+            ],
+        )
+    )
+    await inline(client, uri, 0, 8)
+    assert f"total = {HOLE}" in sent_code(cerebras.completion_requests[-1])
+
+
+async def test_completion_fallback_returns_one_item_with_a_text_edit(
+    start_spark: StartSpark, cerebras: CerebrasTestServer
+) -> None:
+    cerebras.config.queue_replies("range(10):")
+    client = await start_spark(cerebras_options(cerebras, completionDeadlineMs=5000))
+    uri = open_document(client, "for i in \n")
+    result = await client.text_document_completion_async(
+        types.CompletionParams(types.TextDocumentIdentifier(uri), types.Position(0, 9))
+    )
+    assert result.is_incomplete is False
+    [item] = result.items
+    assert item.text_edit.new_text == "range(10):"
+    assert item.text_edit.range == types.Range(types.Position(0, 9), types.Position(0, 9))
+
+
+async def test_completion_fallback_never_waits_past_its_deadline(
+    start_spark: StartSpark, cerebras: CerebrasTestServer
+) -> None:
+    cerebras.config.ttft = 3.0
+    client = await start_spark(cerebras_options(cerebras, completionDeadlineMs=100))
+    uri = open_document(client, "for i in \n")
+    started = time.monotonic()
+    result = await client.text_document_completion_async(
+        types.CompletionParams(types.TextDocumentIdentifier(uri), types.Position(0, 9))
+    )
+    assert time.monotonic() - started < 2.0
+    assert result.is_incomplete is True
+    assert result.items == ()
+
+
+async def test_cancel_request_closes_the_upstream_stream(
+    start_spark: StartSpark, cerebras: CerebrasTestServer
+) -> None:
+    cerebras.config.tokens_per_second = 10
+    cerebras.config.queue_replies(" ".join(["word"] * 200))
+    client = await start_spark(cerebras_options(cerebras, maxTokens=400, maxLines=200))
+    uri = open_document(client, "def f():\n    \n")
+    request = asyncio.ensure_future(
+        client.protocol.send_request_async(
+            types.TEXT_DOCUMENT_INLINE_COMPLETION,
+            types.InlineCompletionParams(
+                text_document=types.TextDocumentIdentifier(uri),
+                position=types.Position(1, 4),
+                context=types.InlineCompletionContext(types.InlineCompletionTriggerKind.Invoked),
+            ),
+            msg_id="to-cancel",
+        )
+    )
+    assert await eventually(
+        cerebras,
+        lambda: (
+            bool(cerebras.completion_requests) and cerebras.completion_requests[-1].tokens_sent >= 2
+        ),
+        5.0,
+    )
+    client.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id="to-cancel"))
+    cancelled_at = time.monotonic()
+    with pytest.raises(JsonRpcRequestCancelled):
+        await request
+    assert await eventually(cerebras, lambda: cerebras.completion_requests[-1].client_hung_up, 2.0)
+    upstream = cerebras.completion_requests[-1]
+    assert upstream.hung_up_at - cancelled_at < 0.05
+    assert not upstream.finished
+
+
+async def test_a_newer_request_supersedes_the_older_stream(
+    start_spark: StartSpark, cerebras: CerebrasTestServer
+) -> None:
+    cerebras.config.tokens_per_second = 10
+    cerebras.config.queue_replies(" ".join(["slow"] * 200), "fast")
+    client = await start_spark(cerebras_options(cerebras, maxTokens=400, maxLines=200))
+    uri = open_document(client, "def f():\n    \n")
+    first = asyncio.ensure_future(inline(client, uri, 1, 4))
+    assert await eventually(
+        cerebras,
+        lambda: (
+            len(cerebras.completion_requests) == 1
+            and cerebras.completion_requests[0].tokens_sent >= 1
+        ),
+        5.0,
+    )
+    cerebras.config.tokens_per_second = None
+    second = await inline(client, uri, 1, 4)
+    assert [item.insert_text for item in second.items] == ["fast"]
+    assert (await first).items == ()
+    assert await eventually(cerebras, lambda: cerebras.completion_requests[0].client_hung_up, 2.0)
+
+
+async def test_the_stream_is_closed_once_the_suggestion_is_complete(
+    start_spark: StartSpark, cerebras: CerebrasTestServer
+) -> None:
+    cerebras.config.tokens_per_second = 50
+    cerebras.config.queue_replies("".join(f"step({n})\n    " for n in range(60)))
+    client = await start_spark(cerebras_options(cerebras, maxTokens=400, maxLines=3))
+    uri = open_document(client, "def run():\n    \n")
+    result = await inline(client, uri, 1, 4)
+    assert result.items[0].insert_text == "step(0)\n    step(1)\n    step(2)"
+    upstream = cerebras.completion_requests[-1]
+    assert await eventually(cerebras, lambda: upstream.client_hung_up, 2.0)
+    assert upstream.tokens_sent < 40
+
+
+async def test_single_line_requests_ask_the_provider_to_stop_at_the_newline(
+    start_spark: StartSpark, cerebras: CerebrasTestServer
+) -> None:
+    cerebras.config.queue_replies("x, y)\nprint('more')\n")
+    client = await start_spark(cerebras_options(cerebras))
+    uri = open_document(client, "point = make()\n")
+    result = await inline(client, uri, 0, 13)
+    assert result.items[0].insert_text == "x, y)"
+    assert cerebras.completion_requests[-1].body["stop"] == ["\n"]
+
+
+async def test_settings_change_switches_the_model(
+    start_spark: StartSpark, cerebras: CerebrasTestServer
+) -> None:
+    client = await start_spark(cerebras_options(cerebras))
+    uri = open_document(client, "x = \n")
+    await inline(client, uri, 0, 4)
+    client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings={"lspSpark": {"model": "qwen-3.8-27b"}})
+    )
+    await inline(client, uri, 0, 4)
+    assert [r.body["model"] for r in cerebras.completion_requests] == [
+        "gpt-oss-120b",
+        "qwen-3.8-27b",
+    ]
+
+
+async def test_invalid_settings_give_one_message_and_keep_working(
+    start_spark: StartSpark, cerebras: CerebrasTestServer
+) -> None:
+    cerebras.config.queue_replies("1", "2")
+    client = await start_spark(cerebras_options(cerebras, maxTokens="many", colour="red"))
+    uri = open_document(client, "x = \n")
+    assert (await inline(client, uri, 0, 4)).items[0].insert_text == "1"
+    client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings={"lspSpark": {"colour": "red"}})
+    )
+    assert (await inline(client, uri, 0, 4)).items[0].insert_text == "1"
+    warnings = [m.message for m in client.messages if "invalid settings" in m.message]
+    assert len(warnings) == 1
+    assert "maxTokens" in warnings[0] and "colour" in warnings[0]
+
+
+async def test_bad_requests_get_empty_answers_not_crashes(
+    start_spark: StartSpark, cerebras: CerebrasTestServer
+) -> None:
+    cerebras.config.queue_replies("pass")
+    client = await start_spark(cerebras_options(cerebras))
+    unknown = await inline(client, "file:///never/opened.py", 0, 0)
+    assert unknown.items == ()
+    empty = open_document(client, "", uri="file:///work/empty.py")
+    await inline(client, empty, 0, 0)
+    uri = open_document(client, "x = 1\n")
+    past_end = await inline(client, uri, 99, 99)
+    assert past_end is not None
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri="file:///nope.py", version=3),
+            content_changes=[types.TextDocumentContentChangeWholeDocument(text="y")],
+        )
+    )
+    assert (await inline(client, uri, 0, 5)) is not None
+
+
+async def test_no_key_gives_empty_results_and_a_single_message(start_spark: StartSpark) -> None:
+    client = await start_spark({"backend": "cerebras"})
+    uri = open_document(client, "x = \n")
+    for _ in range(4):
+        assert (await inline(client, uri, 0, 4)).items == ()
+    about_key = [m for m in client.messages if "API key" in m.message]
+    assert len(about_key) == 1
+
+
+async def test_stats_request_reports_what_happened(
+    start_spark: StartSpark, cerebras: CerebrasTestServer
+) -> None:
+    cerebras.config.queue_replies("1")
+    client = await start_spark(cerebras_options(cerebras))
+    uri = open_document(client, "x = \n")
+    await inline(client, uri, 0, 4)
+    await inline(client, uri, 0, 4)
+    stats = await client.protocol.send_request_async("lspSpark/stats", None)
+    assert stats.backend == "cerebras"
+    assert stats.upstreamRequests == 1
+    assert stats.cacheHits == 1
+    command = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="lspSpark.stats")
+    )
+    assert command["requests"] == 2
