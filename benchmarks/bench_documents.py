@@ -15,14 +15,15 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from lsprotocol import types as lsp  # noqa: E402
-from pygls.workspace import TextDocument  # noqa: E402
+from lsprotocol import types as lsp
+from pygls.workspace import TextDocument
 
-from lsp_spark.documents import Document, PositionEncoding  # noqa: E402
+from lsp_spark.documents import Document, PositionEncoding
 
 LINES = 5000
 CALLS = 20_000
@@ -36,7 +37,7 @@ def make_text(rng: random.Random) -> str:
     lines = []
     for i in range(LINES):
         indent = " " * 4 * rng.randint(0, 3)
-        body = " ".join(rng.choices(words, k=rng.randint(1, 9)))
+        body = " ".join(rng.choices(words, k=rng.randint(2, 14)))
         comment = "  # 日本語のコメント 😀" if i % 20 == 0 else ""
         lines.append(f"{indent}{body}{comment}\n")
     return "".join(lines)
@@ -64,24 +65,26 @@ def measure(calls: Iterator[Callable[[], object]]) -> dict[str, float]:
     }
 
 
+def middle_of(doc: Document, row: int) -> int:
+    return len(doc.line(row).encode("utf-16-le")) // 4
+
+
 def typing(doc: Document, row: int, char: str) -> Iterator[Callable[[], object]]:
     """Type ``char`` then delete it, over and over, so the document stays the same size."""
-    line = doc.line(row)
-    column = len(line.encode("utf-16-le")) // 2 // 2
+    col = middle_of(doc, row)
+    insert = partial(doc.apply_change, (row, col), (row, col), char, UTF16)
+    delete = partial(doc.apply_change, (row, col), (row, col + 1), "", UTF16)
     for i in range(CALLS):
-        if i % 2:
-            yield lambda: doc.apply_change((row, column), (row, column + 1), "", UTF16)
-        else:
-            yield lambda: doc.apply_change((row, column), (row, column), char, UTF16)
+        yield delete if i % 2 else insert
 
 
 def enter_and_join(doc: Document, row: int) -> Iterator[Callable[[], object]]:
     """Split a line with Enter, then join it back: the edits that change the line count."""
+    col = middle_of(doc, row)
+    enter = partial(doc.apply_change, (row, col), (row, col), "\n", UTF16)
+    join = partial(doc.apply_change, (row, col), (row + 1, 0), "", UTF16)
     for i in range(CALLS):
-        if i % 2:
-            yield lambda: doc.apply_change((row, 8), (row + 1, 0), "", UTF16)
-        else:
-            yield lambda: doc.apply_change((row, 8), (row, 8), "\n", UTF16)
+        yield join if i % 2 else enter
 
 
 def lookups(
@@ -89,37 +92,34 @@ def lookups(
 ) -> Iterator[Callable[[], object]]:
     size = len(doc.text)
     for _ in range(CALLS):
-        offset = rng.randrange(size)
-        yield lambda: lookup(offset)
+        yield partial(lookup, rng.randrange(size))
 
 
 def keystroke(doc: Document, row: int) -> Iterator[Callable[[], object]]:
     """What a didChange plus a completion request do: edit, then locate the cursor."""
+    col = middle_of(doc, row)
 
-    def step(i: int) -> None:
-        if i % 2:
-            doc.apply_change((row, 10), (row, 11), "", UTF16)
-        else:
-            doc.apply_change((row, 10), (row, 10), "x", UTF16)
-        offset = doc.offset_at(row, 11, UTF16)
+    def step(typed: str, end: int) -> None:
+        doc.apply_change((row, col), (row, end), typed, UTF16)
+        offset = doc.offset_at(row, col + len(typed), UTF16)
         doc.position_at(offset, UTF16)
         doc.point_at(offset)
 
     for i in range(CALLS):
-        yield lambda: step(i)
+        yield partial(step, "", col + 1) if i % 2 else partial(step, "x", col)
 
 
 def pygls_typing(text: str, row: int) -> Iterator[Callable[[], object]]:
     doc = TextDocument("file:///bench.py", text)
+    col = len(doc.lines[row]) // 2
     insert = lsp.TextDocumentContentChangePartial(
-        range=lsp.Range(lsp.Position(row, 10), lsp.Position(row, 10)), text="x"
+        range=lsp.Range(lsp.Position(row, col), lsp.Position(row, col)), text="x"
     )
     delete = lsp.TextDocumentContentChangePartial(
-        range=lsp.Range(lsp.Position(row, 10), lsp.Position(row, 11)), text=""
+        range=lsp.Range(lsp.Position(row, col), lsp.Position(row, col + 1)), text=""
     )
     for i in range(CALLS // 20):
-        change = delete if i % 2 else insert
-        yield lambda: doc.apply_change(change)
+        yield partial(doc.apply_change, delete if i % 2 else insert)
 
 
 def run() -> tuple[dict[str, dict[str, float]], int]:
@@ -133,7 +133,7 @@ def run() -> tuple[dict[str, dict[str, float]], int]:
         "apply_change: type 1 char, non-ASCII line": typing(doc, non_ascii, "語"),
         "apply_change: Enter / join lines": enter_and_join(doc, middle + 3),
         "offset_at (random line, utf-16)": lookups(
-            rng, doc, lambda o: doc.offset_at(o % LINES, o % 50, UTF16)
+            rng, doc, lambda o: doc.offset_at(o % LINES, o % 40, UTF16)
         ),
         "position_at (random offset, utf-16)": lookups(
             rng, doc, lambda o: doc.position_at(o, UTF16)

@@ -174,8 +174,12 @@ class CompletionEngine:
             document.line_count,
             row,
             column,
-            prefix_chars=settings.context_prefix_chars,
-            suffix_chars=settings.context_suffix_chars,
+            prefix_chars=settings.context_prefix_chars or backend.prefix_chars,
+            suffix_chars=(
+                backend.suffix_chars
+                if settings.context_suffix_chars is None
+                else settings.context_suffix_chars
+            ),
             multiline=True,
             max_lines=settings.max_lines,
         )
@@ -188,7 +192,7 @@ class CompletionEngine:
             return None
         if settings.debounce_ms:
             await asyncio.sleep(settings.debounce_ms / 1000)
-        single_line = bool(window.cursor.line_suffix.strip())
+        single_line = not window.cursor.multiline
         request = CompletionRequest(
             prefix=window.prefix,
             suffix=window.suffix,

@@ -56,8 +56,10 @@ class Settings(BaseModel):
     debounce_ms: int = Field(default=15, ge=0, le=2000)
     completion_deadline_ms: int = Field(default=350, ge=10, le=10000)
     request_timeout_ms: int = Field(default=8000, ge=100, le=120000)
-    context_prefix_chars: int = Field(default=6000, ge=64, le=200000)
-    context_suffix_chars: int = Field(default=1500, ge=0, le=100000)
+    context_prefix_chars: int | None = Field(
+        default=None, ge=64, le=200000, description="Defaults per backend (local: smaller)."
+    )
+    context_suffix_chars: int | None = Field(default=None, ge=0, le=100000)
     log_level: Literal["error", "warning", "info", "debug"] = "info"
 
     def redacted(self) -> dict[str, Any]:

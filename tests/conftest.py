@@ -77,7 +77,8 @@ async def start_spark() -> AsyncIterator[StartSpark]:
 
     yield start
     for client in started:
-        await client.shutdown_session()
+        if client._server is not None and client._server.returncode is None:
+            await client.shutdown_session()
         await client.stop()
 
 

@@ -16,7 +16,8 @@ from typing import Any
 
 import httpx
 import pytest
-from cerebras.cloud.sdk import AsyncCerebras, AuthenticationError, RateLimitError
+from cerebras.cloud.sdk import AsyncCerebras, AsyncStream, AuthenticationError, RateLimitError
+from cerebras.cloud.sdk.types.chat.chat_completion import ChatChunkResponse, ChatCompletionResponse
 
 from lsp_spark.testing.cerebras_server import (
     DEFAULT_MODELS,
@@ -158,6 +159,23 @@ def test_pipelined_requests_on_a_raw_socket_are_both_answered(server: CerebrasTe
     assert server.connections_accepted == 1
 
 
+def test_http_1_0_stream_is_close_delimited(server: CerebrasTestServer) -> None:
+    server.config.queue_replies("a b c")
+    body = json.dumps(chat_body(stream=True)).encode()
+    head = f"POST /v1/chat/completions HTTP/1.0\r\ncontent-length: {len(body)}\r\n\r\n"
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
+        sock.sendall(head.encode() + body)
+        received = b""
+        while chunk := sock.recv(65536):
+            received += chunk
+    head_bytes, _, payload = received.partition(b"\r\n\r\n")
+    assert b"transfer-encoding" not in head_bytes.lower()
+    assert b"connection: close" in head_bytes.lower()
+    events = [line[6:] for line in payload.decode().split("\n\n") if line.startswith("data: ")]
+    assert events[-1] == "[DONE]"
+    assert content_of([json.loads(e) for e in events[:-2]]) == "a b c"
+
+
 async def test_non_streamed_chat_and_text_completions(
     server: CerebrasTestServer, http: httpx.AsyncClient
 ) -> None:
@@ -281,11 +299,13 @@ async def test_sdk_streams_chunks_that_concatenate_to_the_reply(
     stream = await sdk.chat.completions.create(
         model=MODEL, messages=[{"role": "user", "content": "hi"}], stream=True
     )
+    assert isinstance(stream, AsyncStream)
     pieces: list[str] = []
     usage = None
     async for chunk in stream:
-        assert type(chunk).__name__ == "ChatChunkResponse"
+        assert isinstance(chunk, ChatChunkResponse)
         assert chunk.choices
+        assert chunk.choices[0].delta is not None
         pieces.append(chunk.choices[0].delta.content or "")
         usage = chunk.usage or usage
     assert "".join(pieces) == REPLY
@@ -302,10 +322,13 @@ async def test_sdk_without_fingerprint_parses_chunks_as_completions_with_dict_de
     stream = await sdk.chat.completions.create(
         model=MODEL, messages=[{"role": "user", "content": "hi"}], stream=True
     )
+    assert isinstance(stream, AsyncStream)
     pieces: list[str] = []
     async for chunk in stream:
-        assert type(chunk).__name__ == "ChatCompletionResponse"
-        delta = chunk.choices[0].delta
+        # Without the fingerprint no union member validates, so the SDK builds the
+        # non-streaming type and keeps the undeclared `delta` as a plain dict.
+        assert isinstance(chunk, ChatCompletionResponse)
+        delta = chunk.choices[0].delta  # type: ignore[attr-defined]
         assert isinstance(delta, dict)
         pieces.append(delta.get("content", ""))
     assert "".join(pieces) == REPLY
@@ -319,12 +342,11 @@ async def test_sdk_lists_configured_models_and_maps_errors(
     assert [m.id for m in listing.data] == ["zeta", "qwen-3-coder-480b"]
 
     server.config.queue_faults(Fault.rate_limit(retry_after=3), Fault.unauthorized())
-    messages = [{"role": "user", "content": "hi"}]
     with pytest.raises(RateLimitError) as limited:
-        await sdk.chat.completions.create(model=MODEL, messages=messages)
+        await sdk.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "a"}])
     assert limited.value.response.headers["retry-after"] == "3"
     with pytest.raises(AuthenticationError):
-        await sdk.chat.completions.create(model=MODEL, messages=messages)
+        await sdk.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "b"}])
 
 
 async def test_ttft_and_tokens_per_second_are_respected(
@@ -469,6 +491,27 @@ async def test_client_hang_up_is_noticed_within_milliseconds(
     assert not record.finished
 
 
+@pytest.mark.parametrize("stream", [True, False])
+async def test_hang_up_during_a_long_ttft_is_noticed_at_once(
+    server: CerebrasTestServer, http: httpx.AsyncClient, stream: bool
+) -> None:
+    server.config.ttft = 5.0
+    with pytest.raises(httpx.ReadTimeout):
+        async with http.stream(
+            "POST",
+            "/v1/chat/completions",
+            json=chat_body(stream=stream),
+            timeout=httpx.Timeout(5.0, read=0.1),
+        ) as response:
+            await response.aread()
+    closed_at = time.monotonic()
+    record = server.completion_requests[0]
+    await server.wait_for_async(lambda: record.client_hung_up, timeout=1.0)
+    assert record.hung_up_at is not None
+    assert record.hung_up_at - closed_at < 0.05
+    assert record.tokens_sent == 0
+
+
 async def test_wait_for_times_out_and_returns_the_value(server: CerebrasTestServer) -> None:
     assert server.wait_for(lambda: 42) == 42
     with pytest.raises(TimeoutError):
@@ -531,6 +574,12 @@ async def test_stop_aborts_open_streams_and_leaves_no_thread() -> None:
         pass
     with pytest.raises(RuntimeError):
         _ = srv.base_url
+
+
+def test_start_on_a_busy_port_raises_and_leaves_no_thread(server: CerebrasTestServer) -> None:
+    with pytest.raises(OSError):
+        CerebrasTestServer(port=server.port).start()
+    assert len([t for t in threading.enumerate() if t.name == THREAD_NAME]) == 1
 
 
 def test_command_line_serves_until_sigterm() -> None:

@@ -42,3 +42,9 @@ def test_budget_cuts_at_line_boundaries() -> None:
     assert result.prefix == "    path = os.getcwd()\n    "
     assert result.suffix == "print(path)\n"
     assert max(read) <= 6 and min(read) >= 2
+
+
+def test_several_lines_only_from_a_blank_line() -> None:
+    assert window(TEXT, 5, 0)[0].cursor.multiline
+    assert not window(TEXT, 3, 10)[0].cursor.multiline
+    assert not window(TEXT, 4, 4)[0].cursor.multiline

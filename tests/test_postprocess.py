@@ -53,7 +53,7 @@ def test_strip_echoed_line_prefix_removes_a_restated_line() -> None:
 
 
 def test_limit_lines_keeps_one_line_when_text_follows_the_cursor() -> None:
-    context = CursorContext(line_prefix="print(", line_suffix=")")
+    context = CursorContext(line_prefix="print(", line_suffix=")", multiline=False)
     assert limit_lines("a, b)\nprint(c)", context) == "a, b)"
 
 
@@ -63,7 +63,7 @@ def test_limit_lines_caps_multiline_output() -> None:
 
 
 def test_limit_lines_gives_nothing_for_a_leading_blank_line_mid_line() -> None:
-    context = CursorContext(line_prefix="x = ", line_suffix=" # note", multiline=True)
+    context = CursorContext(line_prefix="x = ", line_suffix=" # note", multiline=False)
     assert limit_lines("\n1", context) == ""
 
 
@@ -86,7 +86,7 @@ def test_replaced_suffix_length_covers_an_auto_inserted_bracket() -> None:
 
 
 def test_stream_stops_at_the_first_complete_line_when_single_line() -> None:
-    stream = SuggestionStream(CursorContext(line_prefix="f(", line_suffix=")"))
+    stream = SuggestionStream(CursorContext(line_prefix="f(", line_suffix=")", multiline=False))
     assert not stream.feed("a, ")
     assert not stream.feed("b)")
     assert stream.feed("\nsecond line")

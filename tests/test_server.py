@@ -10,7 +10,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcRequestCancelled
 
 from lsp_spark.prompts.chat import HOLE
-from lsp_spark.testing.cerebras_server import CerebrasTestServer
+from lsp_spark.testing.cerebras_server import CerebrasTestServer, Fault
 from tests.conftest import StartSpark, cerebras_options, eventually, inline, open_document
 
 
@@ -302,3 +302,43 @@ async def test_stats_request_reports_what_happened(
         types.ExecuteCommandParams(command="lspSpark.stats")
     )
     assert command["requests"] == 2
+
+
+async def test_a_late_fallback_answer_is_served_when_asked_again(
+    start_spark: StartSpark, cerebras: CerebrasTestServer
+) -> None:
+    cerebras.config.ttft = 0.4
+    cerebras.config.queue_replies("range(3):")
+    client = await start_spark(cerebras_options(cerebras, completionDeadlineMs=50))
+    uri = open_document(client, "for i in \n")
+    params = types.CompletionParams(types.TextDocumentIdentifier(uri), types.Position(0, 9))
+    first = await client.text_document_completion_async(params)
+    assert first.is_incomplete is True
+    assert await eventually(cerebras, lambda: cerebras.completion_requests[-1].finished)
+    await asyncio.sleep(0.1)
+    second = await client.text_document_completion_async(params)
+    assert [item.text_edit.new_text for item in second.items] == ["range(3):"]
+    assert len(cerebras.completion_requests) == 1
+
+
+async def test_rate_limit_is_told_once_and_honoured(
+    start_spark: StartSpark, cerebras: CerebrasTestServer
+) -> None:
+    cerebras.config.queue_faults(Fault.rate_limit(retry_after=30))
+    client = await start_spark(cerebras_options(cerebras))
+    uri = open_document(client, "x = \n")
+    for _ in range(5):
+        assert (await inline(client, uri, 0, 4)).items == ()
+    assert len(cerebras.completion_requests) == 1
+    told = [message for message in client.messages if "rate limit" in message.message]
+    assert len(told) == 1
+
+
+async def test_the_embedded_model_gives_ghost_text_with_no_network(start_spark: StartSpark) -> None:
+    client = await start_spark({"backend": "local", "debounceMs": 0})
+    uri = open_document(client, "def area(width, height):\n    ret\n")
+    result = await asyncio.wait_for(inline(client, uri, 1, 7), 60)
+    assert result.items
+    assert result.items[0].insert_text.startswith("urn")
+    stats = await client.protocol.send_request_async("lspSpark/stats", None)
+    assert stats.backend == "local"

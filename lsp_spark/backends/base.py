@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 
 
@@ -58,13 +58,16 @@ class Backend(ABC):
     """
 
     name: str = "backend"
+    prefix_chars = 6000
+    suffix_chars = 1500
+    """How much text around the cursor suits this backend when the settings do not say."""
 
     def __init__(self, model: str) -> None:
         self.model = model
         self.last_usage = StreamUsage()
 
     @abstractmethod
-    def stream(self, request: CompletionRequest) -> AsyncIterator[str]:
+    def stream(self, request: CompletionRequest) -> AsyncGenerator[str, None]:
         """Yield text deltas of the completion as they arrive."""
 
     async def warm(self) -> None:

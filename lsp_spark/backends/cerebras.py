@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any
 
 import httpx
@@ -95,7 +95,7 @@ class CerebrasBackend(Backend):
             warm_tcp_connection=False,
         )
 
-    async def stream(self, request: CompletionRequest) -> AsyncIterator[str]:
+    async def stream(self, request: CompletionRequest) -> AsyncGenerator[str, None]:
         try:
             response = await self._client.chat.completions.create(
                 model=self.model,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any, Literal
 
 import httpx
@@ -81,7 +81,7 @@ class OpenAICompatibleBackend(Backend):
             body["stop"] = list(request.stop[:4])
         return "/v1/chat/completions", body
 
-    async def stream(self, request: CompletionRequest) -> AsyncIterator[str]:
+    async def stream(self, request: CompletionRequest) -> AsyncGenerator[str, None]:
         path, body = self._body(request)
         try:
             async with self._client.stream("POST", path, json=body) as response:

@@ -58,7 +58,8 @@ def cursor_window(
         line_prefix=line_prefix,
         line_suffix=line_suffix,
         next_lines=tuple(after[1 : 1 + NEXT_LINES_CHECKED]),
-        multiline=multiline,
+        # Several lines only from a blank line; mid-line or after typed text, one line.
+        multiline=multiline and not current.strip(),
         max_lines=max_lines,
     )
     return CursorWindow("\n".join(reversed(before)), "\n".join(after), cursor)

@@ -18,7 +18,7 @@ class SuggestionStream:
     def __init__(self, context: CursorContext) -> None:
         self.context = context
         self.raw = ""
-        self._single_line = not context.multiline or bool(context.line_suffix.strip())
+        self._single_line = not context.multiline
 
     def feed(self, delta: str) -> bool:
         """Add a delta; True means the suggestion is complete and the stream can close."""

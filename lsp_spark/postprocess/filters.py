@@ -32,6 +32,7 @@ class CursorContext:
     next_lines: tuple[str, ...] = ()
     """A few lines after the cursor's line, to catch a model repeating them."""
     multiline: bool = True
+    """Whether several lines may be suggested; otherwise the rest of one line."""
     max_lines: int = 12
 
 
@@ -64,7 +65,7 @@ def strip_echoed_line_prefix(text: str, context: CursorContext) -> str:
 
 def limit_lines(text: str, context: CursorContext) -> str:
     """One line mid-line or where asked; otherwise at most `max_lines`."""
-    if not context.multiline or context.line_suffix.strip():
+    if not context.multiline:
         first, newline, _ = text.partition("\n")
         if newline and not first.strip():
             return ""

