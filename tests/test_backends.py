@@ -89,13 +89,16 @@ async def test_closing_the_stream_hangs_up_on_the_server(cerebras: CerebrasTestS
     await backend.aclose()
 
 
-async def test_cerebras_warms_and_lists_models(cerebras: CerebrasTestServer) -> None:
+async def test_cerebras_warms_once_and_keeps_one_connection(cerebras: CerebrasTestServer) -> None:
     backend = cerebras_backend(cerebras)
     await backend.warm()
     assert any(request.path.endswith("tcp_warming") for request in cerebras.requests)
     assert await backend.list_models() == ["gpt-oss-120b", "qwen-3.8-27b"]
-    await collect(backend)
-    assert cerebras.connections_accepted == 1
+    for _ in range(3):
+        assert "".join([delta async for delta in backend.stream(REQUEST)])
+    await backend.aclose()
+    assert len(cerebras.completion_requests) == 3
+    assert cerebras.connections_accepted == 1, "each completion must reuse the warm connection"
 
 
 async def test_openai_chat_mode(cerebras: CerebrasTestServer) -> None:

@@ -31,11 +31,17 @@ def test_complete_prints_the_suggestion(cerebras: CerebrasTestServer, tmp_path: 
     source.write_text("def mul(a, b):\n    return \n")
     done = subprocess.run(
         [*COMMAND, "complete", str(source), "2", "12"],
-        env=loopback_env(cerebras), capture_output=True, text=True, timeout=60, check=False,
+        env=loopback_env(cerebras),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout == "a * b\n"
-    assert "    return <CURSOR>\n" in cerebras.completion_requests[-1].body["messages"][-1]["content"]
+    assert (
+        "    return <CURSOR>\n" in cerebras.completion_requests[-1].body["messages"][-1]["content"]
+    )
 
 
 def test_doctor_shows_settings_and_reachability_but_never_the_key(
@@ -43,7 +49,11 @@ def test_doctor_shows_settings_and_reachability_but_never_the_key(
 ) -> None:
     done = subprocess.run(
         [*COMMAND, "doctor"],
-        env=loopback_env(cerebras), capture_output=True, text=True, timeout=60, check=False,
+        env=loopback_env(cerebras),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     output = done.stdout + done.stderr
     assert done.returncode == 0, output
@@ -60,9 +70,12 @@ def test_doctor_says_when_the_backend_is_unreachable() -> None:
         closed_port = probe.getsockname()[1]
     done = subprocess.run(
         [*COMMAND, "doctor"],
-        env=SERVER_ENV | {"CEREBRAS_API_KEY": TEST_KEY,
-                          "CEREBRAS_BASE_URL": f"http://127.0.0.1:{closed_port}"},
-        capture_output=True, text=True, timeout=60, check=False,
+        env=SERVER_ENV
+        | {"CEREBRAS_API_KEY": TEST_KEY, "CEREBRAS_BASE_URL": f"http://127.0.0.1:{closed_port}"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     assert done.returncode == 1
     assert "reachable: no" in done.stdout
@@ -73,7 +86,11 @@ async def test_serve_over_tcp(cerebras: CerebrasTestServer) -> None:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     process = await asyncio.create_subprocess_exec(
-        *COMMAND, "serve", "--tcp", f"127.0.0.1:{port}", env=SERVER_ENV,
+        *COMMAND,
+        "serve",
+        "--tcp",
+        f"127.0.0.1:{port}",
+        env=SERVER_ENV,
         stderr=asyncio.subprocess.DEVNULL,
     )
     client = LanguageClient("tcp-test", "1")

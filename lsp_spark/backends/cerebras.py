@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import AsyncGenerator
-from typing import Any
 
 import httpx
 from cerebras.cloud.sdk import (
@@ -55,24 +55,6 @@ def _retry_after(response: httpx.Response) -> float | None:
         return None
 
 
-def delta_text(chunk: Any) -> str:
-    """The content of a streamed chunk.
-
-    A chunk without `system_fingerprint` is parsed by the SDK as the non-streaming
-    type, and its `delta` then arrives as a plain dict.
-    """
-    choices = getattr(chunk, "choices", None) or []
-    if not choices:
-        return ""
-    delta = getattr(choices[0], "delta", None)
-    if delta is None:
-        extra = getattr(choices[0], "model_extra", None) or {}
-        delta = extra.get("delta")
-    if isinstance(delta, dict):
-        return delta.get("content") or ""
-    return getattr(delta, "content", None) or ""
-
-
 class CerebrasBackend(Backend):
     name = "cerebras"
 
@@ -96,32 +78,55 @@ class CerebrasBackend(Backend):
         )
 
     async def stream(self, request: CompletionRequest) -> AsyncGenerator[str, None]:
+        """Read the SSE body to its very end, so the connection goes back to the pool.
+
+        The SDK's own stream stops at `[DONE]` before the chunked body's terminator and
+        httpx then drops the connection: every request would pay a new TCP/TLS handshake.
+        Parsing the events here also skips building a pydantic object per token.
+        """
         try:
-            response = await self._client.chat.completions.create(
-                model=self.model,
-                messages=chat_messages(request),  # type: ignore[arg-type]
-                stream=True,
-                max_completion_tokens=request.max_tokens
-                + REASONING_ALLOWANCE.get(self._reasoning_effort, 0),
-                stop=list(request.stop[:MAX_STOP_SEQUENCES]) or omit,
-                temperature=request.temperature,
-                reasoning_effort=self._reasoning_effort or omit,  # type: ignore[arg-type]
-            )
+            async with (
+                self._client.chat.completions.with_streaming_response.create(
+                    model=self.model,
+                    messages=chat_messages(request),  # type: ignore[arg-type]
+                    stream=True,
+                    max_completion_tokens=request.max_tokens
+                    + REASONING_ALLOWANCE.get(self._reasoning_effort, 0),
+                    stop=list(request.stop[:MAX_STOP_SEQUENCES]) or omit,
+                    temperature=request.temperature,
+                    reasoning_effort=self._reasoning_effort or omit,  # type: ignore[arg-type]
+                ) as response
+            ):
+                async for line in response.iter_lines():
+                    text = self._event_text(line)
+                    if text:
+                        yield text
         except (CerebrasError, httpx.HTTPError) as error:
             raise failure_from(error) from None
+
+    def _event_text(self, line: str) -> str:
+        if not line.startswith("data:"):
+            return ""
+        data = line[5:].strip()
+        if data == "[DONE]":
+            return ""
         try:
-            async for chunk in response:  # type: ignore[union-attr]
-                usage = getattr(chunk, "usage", None)
-                if usage is not None:
-                    self.last_usage.prompt_tokens = getattr(usage, "prompt_tokens", 0) or 0
-                    self.last_usage.completion_tokens = getattr(usage, "completion_tokens", 0) or 0
-                text = delta_text(chunk)
-                if text:
-                    yield text
-        except (CerebrasError, httpx.HTTPError, ValueError) as error:
-            raise failure_from(error) from None
-        finally:
-            await response.close()  # type: ignore[union-attr]
+            payload = json.loads(data)
+        except json.JSONDecodeError:
+            raise BackendError(
+                FailureKind.BAD_RESPONSE, "Cerebras sent a malformed event."
+            ) from None
+        if error := payload.get("error"):
+            message = error.get("message") if isinstance(error, dict) else str(error)
+            raise BackendError(FailureKind.UNAVAILABLE, f"Cerebras stream error: {message}")
+        if usage := payload.get("usage"):
+            self.last_usage.prompt_tokens = usage.get("prompt_tokens") or 0
+            self.last_usage.completion_tokens = usage.get("completion_tokens") or 0
+        choices = payload.get("choices") or []
+        if not choices:
+            return ""
+        delta = choices[0].get("delta") or {}
+        return delta.get("content") or ""
 
     async def warm(self) -> None:
         """Open the keep-alive connection so the first keystroke pays no handshake."""

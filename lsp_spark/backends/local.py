@@ -269,7 +269,9 @@ class LocalBackend(Backend):
         # only continuations that begin with what was typed.
         partial = PARTIAL_WORD.search(request.prefix)
         typed = partial.group() if partial else ""
-        request = dataclasses.replace(request, prefix=request.prefix[: len(request.prefix) - len(typed)])
+        request = dataclasses.replace(
+            request, prefix=request.prefix[: len(request.prefix) - len(typed)]
+        )
         tokens = self._prompt_tokens(llm, request)
         self.last_usage = StreamUsage(prompt_tokens=len(tokens))
         limit = min(request.max_tokens, self.n_ctx - len(tokens))
@@ -413,9 +415,7 @@ class _OutputGate:
     Text that could be the start of a stop string is held back until it is known not to be.
     """
 
-    def __init__(
-        self, request: CompletionRequest, stops: tuple[str, ...], typed: str = ""
-    ) -> None:
+    def __init__(self, request: CompletionRequest, stops: tuple[str, ...], typed: str = "") -> None:
         self._stops = stops
         self._typed = typed
         self._multiline = request.multiline

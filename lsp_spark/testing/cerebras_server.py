@@ -999,7 +999,9 @@ def main(argv: list[str] | None = None) -> int:
         models=args.model or DEFAULT_MODELS,
         api_key=args.api_key,
     )
-    signal.signal(signal.SIGTERM, _interrupt)
+    # Installed for SIGINT too: a shell starting us in the background leaves SIGINT ignored.
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, _interrupt)
     server.start()
     try:
         print(f"listening on {server.base_url}", flush=True)
