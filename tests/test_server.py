@@ -342,3 +342,12 @@ async def test_the_embedded_model_gives_ghost_text_with_no_network(start_spark: 
     assert result.items[0].insert_text.startswith("urn")
     stats = await client.protocol.send_request_async("lspSpark/stats", None)
     assert stats.backend == "local"
+
+
+async def test_an_unknown_model_is_reported_once_in_the_background(
+    start_spark: StartSpark, cerebras: CerebrasTestServer
+) -> None:
+    client = await start_spark(cerebras_options(cerebras, model="no-such-model"))
+    await client.wait_for_notification(types.WINDOW_SHOW_MESSAGE)
+    [message] = [m.message for m in client.messages if "no-such-model" in m.message]
+    assert "gpt-oss-120b" in message
