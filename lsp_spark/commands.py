@@ -10,9 +10,10 @@ from pathlib import Path
 from lsp_spark import settings as settings_module
 from lsp_spark.backends import BackendError, create_backend
 from lsp_spark.backends.local import bundled_model_path, local_backend_available
-from lsp_spark.documents import DocumentStore, PositionEncoding
+from lsp_spark.documents import PositionEncoding
 from lsp_spark.pipeline import CompletionEngine
 from lsp_spark.syntax.grammars import loaded_grammars
+from lsp_spark.workspace import Workspace
 
 EXTENSION_LANGUAGES = {
     ".py": "python",
@@ -56,9 +57,11 @@ async def complete(path: Path, line: int, column: int, language: str | None) -> 
     loaded, problems = settings_module.load()
     for problem in problems:
         print(f"lsp-spark: ignored setting {problem}", file=sys.stderr)
-    engine = CompletionEngine(_say)
+    files = Workspace()
+    engine = CompletionEngine(_say, files)
     await engine.configure(loaded)
-    document = DocumentStore().open(path.resolve().as_uri(), language or language_of(path), 0, text)
+    document = files.open(path.resolve().as_uri(), language or language_of(path), 0, text)
+    files.refresh_outline(document.uri)
     offset = document.offset_at(max(line - 1, 0), max(column - 1, 0), PositionEncoding.UTF32)
     row, col = document.position_at(offset, PositionEncoding.UTF32)
     try:

@@ -9,17 +9,20 @@ import posixpath
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 from urllib.parse import unquote, urlparse
 
 from cachetools import LRUCache
 
 from lsp_spark.backends import Backend, BackendError, CompletionRequest, FailureKind, create_backend
-from lsp_spark.context import cursor_window
+from lsp_spark.context.budget import Budget
+from lsp_spark.context.builder import ContextOptions, build_context
+from lsp_spark.documents import Document
 from lsp_spark.postprocess import SuggestionStream
 from lsp_spark.scheduler import LatestOnly, outcome
 from lsp_spark.settings import Settings
 from lsp_spark.stats import Stats
+from lsp_spark.workspace import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -39,18 +42,6 @@ BACKEND_SETTINGS = (
     "local_threads",
     "request_timeout_ms",
 )
-
-
-class TextSource(Protocol):
-    """What the engine needs of an open document."""
-
-    uri: str
-    language_id: str
-
-    @property
-    def line_count(self) -> int: ...
-
-    def line(self, row: int) -> str: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +75,8 @@ class Notifier:
 
 
 class CompletionEngine:
-    def __init__(self, show_message: Callable[[str, bool], None]) -> None:
+    def __init__(self, show_message: Callable[[str, bool], None], workspace: Workspace) -> None:
+        self.workspace = workspace
         self.settings = Settings()
         self.stats = Stats()
         self.jobs = LatestOnly()
@@ -149,17 +141,15 @@ class CompletionEngine:
             if failure.kind in (FailureKind.MISCONFIGURED, FailureKind.AUTH):
                 self._fail(failure)
 
-    def submit(
-        self, document: TextSource, row: int, column: int
-    ) -> asyncio.Task[Suggestion | None]:
+    def submit(self, document: Document, row: int, column: int) -> asyncio.Task[Suggestion | None]:
         """Start a request; it supersedes any earlier one still running for this document."""
         self.stats.requests += 1
         return self.jobs.submit(document.uri, self._suggest(document, row, column))
 
-    async def suggest(self, document: TextSource, row: int, column: int) -> Suggestion | None:
+    async def suggest(self, document: Document, row: int, column: int) -> Suggestion | None:
         return await outcome(self.submit(document, row, column))
 
-    async def _suggest(self, document: TextSource, row: int, column: int) -> Suggestion | None:
+    async def _suggest(self, document: Document, row: int, column: int) -> Suggestion | None:
         started = time.perf_counter()
         settings = self.settings
         backend = self._backend
@@ -169,21 +159,12 @@ class CompletionEngine:
             if self._backend_failure is not None:
                 self.notifier.tell(self._backend_failure.kind.value, self._backend_failure.args[0])
             return None
-        window = cursor_window(
-            document.line,
-            document.line_count,
-            row,
-            column,
-            prefix_chars=settings.context_prefix_chars or backend.prefix_chars,
-            suffix_chars=(
-                backend.suffix_chars
-                if settings.context_suffix_chars is None
-                else settings.context_suffix_chars
-            ),
-            multiline=True,
-            max_lines=settings.max_lines,
-        )
-        key = (backend.name, backend.model, window.prefix, window.suffix)
+        built = build_context(self.workspace, document, row, column, self._context_options(backend))
+        if built is None:
+            self.stats.empty += 1
+            return None
+        window = built.window
+        key = (backend.name, backend.model, built.related, window.prefix, window.suffix)
         cached = self._cache.get(key)
         if cached is not None:
             self.stats.cache_hits += 1
@@ -192,22 +173,39 @@ class CompletionEngine:
             return None
         if settings.debounce_ms:
             await asyncio.sleep(settings.debounce_ms / 1000)
-        single_line = not window.cursor.multiline
+        multiline = built.cursor.multiline
         request = CompletionRequest(
             prefix=window.prefix,
             suffix=window.suffix,
             language=document.language_id,
             filename=filename_of(document.uri),
             max_tokens=settings.max_tokens,
-            stop=("\n",) if single_line else ("\n\n\n",),
+            stop=("\n\n\n",) if multiline else ("\n",),
             temperature=settings.temperature,
-            multiline=not single_line,
+            multiline=multiline,
+            context=built.related,
         )
-        assembled = SuggestionStream(window.cursor)
+        assembled = SuggestionStream(built.cursor, skip=frozenset(settings.disabled_filters))
         if not await self._generate(backend, request, assembled, started):
             return None
         self._cache[key] = result = assembled.suggestion()
         return self._deliver(*result, backend, started)
+
+    def _context_options(self, backend: Backend) -> ContextOptions:
+        settings = self.settings
+        indent_unit = None
+        if settings.insert_spaces is False:
+            indent_unit = "\t"
+        elif settings.tab_size:
+            indent_unit = " " * settings.tab_size
+        return ContextOptions(
+            budget=Budget(settings.context_tokens or backend.context_tokens, backend.count_tokens),
+            max_lines=settings.max_lines,
+            sources=frozenset(settings.context_sources),
+            in_comments=settings.suggest_in_comments,
+            in_strings=settings.suggest_in_strings,
+            indent_unit=indent_unit,
+        )
 
     async def _generate(
         self,

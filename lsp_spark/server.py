@@ -12,8 +12,9 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
 
 from lsp_spark import __version__, settings
-from lsp_spark.documents import Document, DocumentStore, PositionEncoding, UnknownDocumentError
+from lsp_spark.documents import Document, PositionEncoding, UnknownDocumentError
 from lsp_spark.pipeline import CompletionEngine, Suggestion
+from lsp_spark.workspace import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -44,8 +45,8 @@ class SparkProtocol(LanguageServerProtocol):
 class SparkServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__("lsp-spark", __version__, protocol_cls=SparkProtocol)
-        self.documents = DocumentStore()
-        self.engine = CompletionEngine(self.show)
+        self.files = Workspace()
+        self.engine = CompletionEngine(self.show, self.files)
         self.initialization_options: Any = None
         self.encoding = PositionEncoding.UTF16
         self._told_settings: set[str] = set()
@@ -118,7 +119,7 @@ async def did_change_configuration(
 @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
 def did_open(ls: SparkServer, params: types.DidOpenTextDocumentParams) -> None:
     item = params.text_document
-    ls.documents.open(item.uri, item.language_id, item.version, item.text)
+    ls.files.open(item.uri, item.language_id, item.version, item.text)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
@@ -134,7 +135,7 @@ def did_change(ls: SparkServer, params: types.DidChangeTextDocumentParams) -> No
         for change in params.content_changes
     ]
     try:
-        ls.documents.change(
+        ls.files.change(
             params.text_document.uri, params.text_document.version, changes, ls.encoding
         )
     except UnknownDocumentError:
@@ -144,14 +145,14 @@ def did_change(ls: SparkServer, params: types.DidChangeTextDocumentParams) -> No
 @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
 def did_close(ls: SparkServer, params: types.DidCloseTextDocumentParams) -> None:
     ls.engine.jobs.cancel(params.text_document.uri)
-    ls.documents.close(params.text_document.uri)
+    ls.files.close(params.text_document.uri)
 
 
 @server.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())
 async def inline_completion(
     ls: SparkServer, params: types.InlineCompletionParams
 ) -> types.InlineCompletionList:
-    document = ls.documents.get(params.text_document.uri)
+    document = ls.files.documents.get(params.text_document.uri)
     if document is None:
         return types.InlineCompletionList(items=[])
     row, column, start = ls.cursor(document, params.position)
@@ -188,7 +189,7 @@ def completion_item(suggestion: Suggestion, edit_range: types.Range) -> types.Co
 @server.feature(types.TEXT_DOCUMENT_COMPLETION, types.CompletionOptions(resolve_provider=False))
 async def completion(ls: SparkServer, params: types.CompletionParams) -> types.CompletionList:
     """For clients without ghost text: never hold back other servers' items past the deadline."""
-    document = ls.documents.get(params.text_document.uri)
+    document = ls.files.documents.get(params.text_document.uri)
     if document is None:
         return types.CompletionList(is_incomplete=False, items=[])
     row, column, start = ls.cursor(document, params.position)

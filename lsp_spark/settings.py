@@ -19,6 +19,14 @@ from pydantic import AliasGenerator, BaseModel, ConfigDict, Field, SecretStr, Va
 from pydantic.alias_generators import to_camel
 
 BackendName = Literal["auto", "cerebras", "openai", "local"]
+ContextSource = Literal["scopes", "imports", "definitions", "open_files", "recent_edits"]
+CONTEXT_SOURCES: tuple[ContextSource, ...] = (
+    "scopes",
+    "imports",
+    "definitions",
+    "open_files",
+    "recent_edits",
+)
 
 CEREBRAS_BASE_URL = "https://api.cerebras.ai"
 OPENAI_COMPATIBLE_BASE_URL = "http://127.0.0.1:8080"
@@ -56,10 +64,17 @@ class Settings(BaseModel):
     debounce_ms: int = Field(default=15, ge=0, le=2000)
     completion_deadline_ms: int = Field(default=350, ge=10, le=10000)
     request_timeout_ms: int = Field(default=8000, ge=100, le=120000)
-    context_prefix_chars: int | None = Field(
-        default=None, ge=64, le=200000, description="Defaults per backend (local: smaller)."
+    context_tokens: int | None = Field(
+        default=None, ge=64, le=100000, description="Prompt budget; defaults per backend."
     )
-    context_suffix_chars: int | None = Field(default=None, ge=0, le=100000)
+    context_sources: list[ContextSource] = Field(default_factory=lambda: list(CONTEXT_SOURCES))
+    suggest_in_comments: bool = True
+    suggest_in_strings: bool = True
+    tab_size: int | None = Field(default=None, ge=1, le=16)
+    insert_spaces: bool | None = None
+    disabled_filters: list[str] = Field(
+        default_factory=list, description="Post-processing filters to skip, by name."
+    )
     log_level: Literal["error", "warning", "info", "debug"] = "info"
 
     def redacted(self) -> dict[str, Any]:

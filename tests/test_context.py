@@ -16,14 +16,7 @@ def window(text: str, row: int, column: int, prefix_chars: int = 1000, suffix_ch
         return lines[index]
 
     result = cursor_window(
-        line,
-        len(lines),
-        row,
-        column,
-        prefix_chars=prefix_chars,
-        suffix_chars=suffix_chars,
-        multiline=True,
-        max_lines=5,
+        line, len(lines), row, column, prefix_chars=prefix_chars, suffix_chars=suffix_chars
     )
     return result, read
 
@@ -32,9 +25,11 @@ def test_prefix_and_suffix_rejoin_to_the_text() -> None:
     result, _ = window(TEXT, 3, 10)
     assert result.prefix + result.suffix == TEXT
     assert result.prefix.endswith("    path =")
-    assert result.cursor.line_prefix == "    path ="
-    assert result.cursor.line_suffix == " os.getcwd()"
-    assert result.cursor.next_lines == ("    print(path)", "", "main()")
+    assert result.line_prefix == "    path ="
+    assert result.line_suffix == " os.getcwd()"
+    assert result.previous_line == "def main():"
+    assert result.next_lines == ("    print(path)", "", "main()")
+    assert result.rows == range(0, 8)
 
 
 def test_budget_cuts_at_line_boundaries() -> None:
@@ -44,7 +39,17 @@ def test_budget_cuts_at_line_boundaries() -> None:
     assert max(read) <= 6 and min(read) >= 2
 
 
-def test_several_lines_only_from_a_blank_line() -> None:
-    assert window(TEXT, 5, 0)[0].cursor.multiline
-    assert not window(TEXT, 3, 10)[0].cursor.multiline
-    assert not window(TEXT, 4, 4)[0].cursor.multiline
+def test_edges_move_to_the_boundaries_the_callables_choose() -> None:
+    lines = TEXT.split("\n")
+    result = cursor_window(
+        lines.__getitem__,
+        len(lines),
+        4,
+        4,
+        prefix_chars=40,
+        suffix_chars=5,
+        first_row_at_or_after=lambda row: row + 1,
+        last_row_at_or_before=lambda row: row - 1,
+    )
+    assert result.rows.start == 2
+    assert result.rows.stop - 1 == 4

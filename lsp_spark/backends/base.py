@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 from abc import ABC, abstractmethod
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass, field
 
 
@@ -58,9 +58,8 @@ class Backend(ABC):
     """
 
     name: str = "backend"
-    prefix_chars = 6000
-    suffix_chars = 1500
-    """How much text around the cursor suits this backend when the settings do not say."""
+    context_tokens = 2048
+    """The prompt budget that suits this backend when the settings do not say."""
 
     def __init__(self, model: str) -> None:
         self.model = model
@@ -69,6 +68,11 @@ class Backend(ABC):
     @abstractmethod
     def stream(self, request: CompletionRequest) -> AsyncGenerator[str, None]:
         """Yield text deltas of the completion as they arrive."""
+
+    @property
+    def count_tokens(self) -> Callable[[str], int] | None:
+        """The backend's own tokenizer, when it has one at hand; else budgets are estimated."""
+        return None
 
     async def warm(self) -> None:
         """Pay connection or load costs ahead of the first keystroke."""

@@ -95,10 +95,9 @@ class LocalBackend(Backend):
     """Runs one llama.cpp model in worker threads, one generation at a time."""
 
     name = "local"
-    # A CPU model evaluates ~300 prompt tokens/s here: a short prompt keeps the first
-    # suggestion in a file under a few seconds.
-    prefix_chars = 1500
-    suffix_chars = 300
+    # A CPU model evaluates a few hundred prompt tokens a second here: a short prompt
+    # keeps the first suggestion in a file around a second.
+    context_tokens = 480
 
     def __init__(
         self,
@@ -126,6 +125,14 @@ class LocalBackend(Backend):
         """Whether a worker thread is still running, including one told to stop."""
         with self._workers_lock:
             return any(thread.is_alive() for thread in self._workers)
+
+    @property
+    def count_tokens(self) -> Callable[[str], int] | None:
+        future = self._load_future
+        if future is None or not future.done() or future.exception() is not None:
+            return None
+        llm = future.result()
+        return lambda text: len(llm.tokenize(text.encode(), add_bos=False, special=False))
 
     async def warm(self) -> None:
         llm = await self._model()

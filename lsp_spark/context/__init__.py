@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from lsp_spark.postprocess import CursorContext
-
 NEXT_LINES_CHECKED = 3
 
 
@@ -14,7 +12,12 @@ NEXT_LINES_CHECKED = 3
 class CursorWindow:
     prefix: str
     suffix: str
-    cursor: CursorContext
+    line_prefix: str
+    line_suffix: str
+    previous_line: str
+    next_lines: tuple[str, ...]
+    rows: range
+    """The document rows the window covers."""
 
 
 def cursor_window(
@@ -25,41 +28,43 @@ def cursor_window(
     *,
     prefix_chars: int,
     suffix_chars: int,
-    multiline: bool,
-    max_lines: int,
+    first_row_at_or_after: Callable[[int], int] = lambda row: row,
+    last_row_at_or_before: Callable[[int], int] = lambda row: row,
 ) -> CursorWindow:
     """Whole lines before and after the cursor within the budget.
 
-    Reads only the lines it keeps, so the cost does not grow with the file.
+    Reads only the lines it keeps, so the cost does not grow with the file. The two
+    callables move the window's edges to syntax boundaries (statement starts and ends)
+    so the model never sees half a statement at the top or bottom.
     """
     current = line(row)
     line_prefix, line_suffix = current[:column], current[column:]
-    before: list[str] = [line_prefix]
     budget = prefix_chars - len(line_prefix)
-    above = row - 1
-    while above >= 0 and budget > 0:
-        text = line(above)
-        budget -= len(text) + 1
+    first = row
+    while first > 0 and budget > 0:
+        budget -= len(line(first - 1)) + 1
         if budget < 0:
             break
-        before.append(text)
-        above -= 1
-    after: list[str] = [line_suffix]
+        first -= 1
+    if first > 0:
+        first = min(first_row_at_or_after(first), row)
     budget = suffix_chars - len(line_suffix)
-    below = row + 1
-    while below < line_count and budget > 0:
-        text = line(below)
-        budget -= len(text) + 1
+    last = row
+    while last + 1 < line_count and budget > 0:
+        budget -= len(line(last + 1)) + 1
         if budget < 0:
             break
-        after.append(text)
-        below += 1
-    cursor = CursorContext(
+        last += 1
+    if last + 1 < line_count:
+        last = max(last_row_at_or_before(last), row)
+    before = [line(index) for index in range(first, row)]
+    after = [line(index) for index in range(row + 1, last + 1)]
+    return CursorWindow(
+        prefix="".join(text + "\n" for text in before) + line_prefix,
+        suffix=line_suffix + "".join("\n" + text for text in after),
         line_prefix=line_prefix,
         line_suffix=line_suffix,
-        next_lines=tuple(after[1 : 1 + NEXT_LINES_CHECKED]),
-        # Several lines only from a blank line; mid-line or after typed text, one line.
-        multiline=multiline and not current.strip(),
-        max_lines=max_lines,
+        previous_line=before[-1] if before else "",
+        next_lines=tuple(after[:NEXT_LINES_CHECKED]),
+        rows=range(first, last + 1),
     )
-    return CursorWindow("\n".join(reversed(before)), "\n".join(after), cursor)

@@ -70,16 +70,20 @@ def continuation_stops(request: CompletionRequest) -> tuple[str, ...]:
     return tuple(dict.fromkeys(stop for stop in stops if stop))
 
 
+def line_comment(language: str) -> str:
+    """The marker that starts a line comment in `language`, for labelling related code."""
+    if language in _HASH_COMMENT:
+        return "#"
+    if language in _DASH_COMMENT:
+        return "--"
+    return "//"
+
+
 def _header(request: CompletionRequest) -> str:
     language = request.language
     if language in _NO_COMMENT:
         return ""
-    if language in _HASH_COMMENT:
-        marker = "#"
-    elif language in _DASH_COMMENT:
-        marker = "--"
-    else:
-        marker = "//"
+    marker = line_comment(language)
     name = PurePosixPath(request.filename.replace("\\", "/")).name if request.filename else ""
     return f"{marker} {name} ({language})\n" if name else f"{marker} language: {language}\n"
 

@@ -1,0 +1,96 @@
+"""Context sources: small pure functions, each proposing related code for the prompt.
+
+Each reads only what the workspace already holds (outlines refreshed in the
+background, recent edit places, the enclosing scopes), so none of them parses or
+scans a whole file while the user waits.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+from lsp_spark.documents import Document
+from lsp_spark.syntax.outline import Scope
+from lsp_spark.workspace import Outline
+
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+NEAR_CURSOR_CHARS = 800
+EDIT_CONTEXT_ROWS = 2
+
+
+@dataclass(frozen=True, slots=True)
+class Snippet:
+    source: str
+    origin: str
+    """The file the text comes from, shown to the model."""
+    text: str
+
+
+def identifiers_near(prefix: str, line_suffix: str) -> list[str]:
+    """Names used just before (and on) the cursor's line, nearest first."""
+    recent = prefix[-NEAR_CURSOR_CHARS:] + line_suffix
+    seen: dict[str, None] = {}
+    for name in reversed(IDENTIFIER.findall(recent)):
+        seen.setdefault(name, None)
+    return list(seen)
+
+
+def scope_headers(scopes: Iterable[Scope], prefix: str, origin: str) -> list[Snippet]:
+    """Headers of enclosing classes and functions that the prefix window cut off."""
+    return [
+        Snippet("scopes", origin, scope.header) for scope in scopes if scope.header not in prefix
+    ]
+
+
+def file_imports(outline: Outline | None, window: str, origin: str) -> list[Snippet]:
+    if outline is None:
+        return []
+    missing = [text for text in outline.imports if text not in window]
+    return [Snippet("imports", origin, "\n".join(missing))] if missing else []
+
+
+def definitions_of(
+    names: Iterable[str],
+    outlines: Mapping[str, Outline],
+    current_uri: str,
+    window: str,
+    origin_of: Callable[[str], str],
+) -> list[Snippet]:
+    """Signatures of names used near the cursor, from this file first, then other open files."""
+    by_name: dict[str, list[tuple[str, str]]] = {}
+    for uri, outline in outlines.items():
+        for definition in outline.definitions:
+            by_name.setdefault(definition.name, []).append((uri, definition.signature))
+    found: list[Snippet] = []
+    for name in names:
+        places = sorted(by_name.get(name, ()), key=lambda place: place[0] != current_uri)
+        for uri, signature in places:
+            if signature in window:
+                break
+            source = "definitions" if uri == current_uri else "open_files"
+            found.append(Snippet(source, origin_of(uri), signature))
+            break
+    return found
+
+
+def recent_edits(
+    places: Iterable[tuple[str, int]],
+    document_of: Callable[[str], Document | None],
+    current_uri: str,
+    window_rows: range,
+    origin_of: Callable[[str], str],
+) -> list[Snippet]:
+    """A few lines around each place the user edited lately, outside the cursor window."""
+    found: list[Snippet] = []
+    for uri, row in places:
+        document = document_of(uri)
+        if document is None or (uri == current_uri and row in window_rows):
+            continue
+        first = max(0, row - EDIT_CONTEXT_ROWS)
+        last = min(document.line_count - 1, row + EDIT_CONTEXT_ROWS)
+        text = "\n".join(document.line(index) for index in range(first, last + 1)).strip("\n")
+        if text.strip():
+            found.append(Snippet("recent_edits", origin_of(uri), text))
+    return found

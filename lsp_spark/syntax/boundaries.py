@@ -1,0 +1,138 @@
+"""Statement boundaries for cutting the context window, and the syntax check of a suggestion."""
+
+from __future__ import annotations
+
+from tree_sitter import Node, Parser, Tree
+
+from lsp_spark.documents import PositionEncoding
+from lsp_spark.syntax.trees import SyntaxTree
+
+SEARCH_ROWS = 40
+CONTAINER_TYPES = (
+    "block",
+    "body",
+    "compound_statement",
+    "declaration_list",
+    "program",
+    "module",
+    "source_file",
+    "translation_unit",
+    "chunk",
+    "suite",
+    "statement_block",
+)
+"""Node types (by substring, across grammars) whose children are statements or members."""
+
+
+def starts_statement(syntax: SyntaxTree, row: int) -> bool:
+    """Whether the row's first non-blank character begins a statement or definition."""
+    document = syntax.document
+    text = document.line(row)
+    column = len(text) - len(text.lstrip())
+    if column == len(text):
+        return False
+    byte = document.byte_offset_at(document.offset_at(row, column, PositionEncoding.UTF32))
+    node = syntax.tree.root_node.named_descendant_for_byte_range(byte, byte)
+    if node is None:
+        return False
+    while node.parent is not None and node.parent.start_byte == byte:
+        node = node.parent
+    if node.start_byte != byte:
+        return False
+    parent = node.parent
+    return (
+        parent is None
+        or parent.parent is None
+        or any(kind in parent.type for kind in CONTAINER_TYPES)
+    )
+
+
+def statement_start_at_or_after(syntax: SyntaxTree, row: int) -> int:
+    """The first row at or after `row` where a statement begins (or `row` if none near)."""
+    last = min(syntax.document.line_count, row + SEARCH_ROWS)
+    return next((r for r in range(row, last) if starts_statement(syntax, r)), row)
+
+
+def statement_end_at_or_before(syntax: SyntaxTree, row: int) -> int:
+    """The last row at or before `row` after which a statement begins."""
+    first = max(0, row - SEARCH_ROWS)
+    following = next((r for r in range(row + 1, first, -1) if starts_statement(syntax, r)), row + 1)
+    return following - 1
+
+
+def _top_level_at(root: Node, byte: int) -> Node | None:
+    """The child of the root that contains `byte` (tree-sitter's first_child_for_byte
+    crashes past the last child, so this walks up from the innermost node instead)."""
+    node = root.descendant_for_byte_range(byte, byte)
+    while node is not None and node.parent is not None and node.parent.parent is not None:
+        node = node.parent
+    return None if node is None or node.parent is None else node
+
+
+def _errors_around(tree: Tree, start: int, end: int) -> int:
+    """ERROR and MISSING nodes in the top-level statements that overlap [start, end]."""
+    root = tree.root_node
+    child = _top_level_at(root, max(start - 1, 0)) or _top_level_at(root, start)
+    if child is None:
+        child = root.child(root.child_count - 1) if root.child_count else None
+        while child is not None and child.prev_sibling is not None and child.end_byte > start:
+            child = child.prev_sibling
+    total = 0
+    while child is not None and child.start_byte <= end:
+        if child.has_error:
+            total += _count_errors(child)
+        child = child.next_sibling
+    return total
+
+
+def _count_errors(node: Node) -> int:
+    cursor = node.walk()
+    count = 0
+    while True:
+        current = cursor.node
+        if current is not None and (current.is_error or current.is_missing):
+            count += 1
+        if current is not None and current.has_error and cursor.goto_first_child():
+            continue
+        while not cursor.goto_next_sibling():
+            if not cursor.goto_parent() or cursor.node == node:
+                return count
+
+
+def added_errors(syntax: SyntaxTree, byte_offset: int, text: str) -> int:
+    """How many syntax errors inserting `text` at the cursor adds near it.
+
+    Parses incrementally from a copy of the document's tree with the text spliced in
+    through the read callback, so the document is neither copied nor re-read whole.
+    """
+    tree = syntax.tree
+    inserted = text.encode()
+    size = len(inserted)
+    document = syntax.document
+    start = document.point_at(document.offset_at_byte(byte_offset))
+    last_line = inserted.rsplit(b"\n", 1)
+    end = (
+        (start[0] + inserted.count(b"\n"), len(last_line[-1]))
+        if len(last_line) > 1
+        else (start[0], start[1] + size)
+    )
+    candidate = tree.copy()
+    candidate.edit(
+        start_byte=byte_offset,
+        old_end_byte=byte_offset,
+        new_end_byte=byte_offset + size,
+        start_point=start,
+        old_end_point=start,
+        new_end_point=end,
+    )
+
+    def read(offset: int, _point: tuple[int, int]) -> bytes:
+        if offset < byte_offset:
+            return document.read_utf8(offset, _point)[: byte_offset - offset]
+        if offset < byte_offset + size:
+            return inserted[offset - byte_offset :]
+        return document.read_utf8(offset - size, _point)
+
+    spliced = Parser(syntax.language).parse(read, candidate)
+    before = _errors_around(tree, byte_offset, byte_offset)
+    return _errors_around(spliced, byte_offset, byte_offset + size) - before

@@ -1,0 +1,1 @@
+((function_definition body: (_) @scope.body) @scope (#set! kind "function"))

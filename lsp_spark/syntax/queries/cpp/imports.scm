@@ -1,0 +1,2 @@
+; inherits: c
+(using_declaration) @import

@@ -1,0 +1,7 @@
+((class_declaration body: (class_body) @scope.body) @scope (#set! kind "class"))
+((interface_declaration body: (interface_body) @scope.body) @scope (#set! kind "interface"))
+((enum_declaration body: (enum_body) @scope.body) @scope (#set! kind "enum"))
+((record_declaration body: (class_body) @scope.body) @scope (#set! kind "record"))
+((annotation_type_declaration body: (annotation_type_body) @scope.body) @scope (#set! kind "interface"))
+((method_declaration body: (block) @scope.body) @scope (#set! kind "method"))
+((constructor_declaration body: (constructor_body) @scope.body) @scope (#set! kind "constructor"))

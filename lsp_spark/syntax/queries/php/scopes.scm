@@ -1,0 +1,7 @@
+((namespace_definition body: (compound_statement) @scope.body) @scope (#set! kind "namespace"))
+((class_declaration body: (declaration_list) @scope.body) @scope (#set! kind "class"))
+((interface_declaration body: (declaration_list) @scope.body) @scope (#set! kind "interface"))
+((trait_declaration body: (declaration_list) @scope.body) @scope (#set! kind "trait"))
+((enum_declaration body: (enum_declaration_list) @scope.body) @scope (#set! kind "enum"))
+((function_definition body: (compound_statement) @scope.body) @scope (#set! kind "function"))
+((method_declaration body: (compound_statement) @scope.body) @scope (#set! kind "method"))

@@ -1,0 +1,5 @@
+[
+  (import_statement)
+  (import_from_statement)
+  (future_import_statement)
+] @import

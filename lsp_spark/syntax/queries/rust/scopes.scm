@@ -1,0 +1,7 @@
+((function_item body: (block) @scope.body) @scope (#set! kind "function"))
+((impl_item body: (declaration_list) @scope.body) @scope (#set! kind "impl"))
+((trait_item body: (declaration_list) @scope.body) @scope (#set! kind "trait"))
+((struct_item body: (field_declaration_list) @scope.body) @scope (#set! kind "struct"))
+((enum_item body: (enum_variant_list) @scope.body) @scope (#set! kind "enum"))
+((union_item body: (field_declaration_list) @scope.body) @scope (#set! kind "union"))
+((mod_item body: (declaration_list) @scope.body) @scope (#set! kind "module"))

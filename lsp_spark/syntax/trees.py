@@ -1,0 +1,109 @@
+"""Syntax trees for open documents, kept current by incremental reparsing.
+
+A keystroke only records its edit on the tree (``Tree.edit`` is cheap); the reparse waits until
+someone asks for the tree, so a burst of keystrokes between two completion requests costs one
+incremental parse, which reads straight from the document's blocks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from tree_sitter import Language, Parser, Tree
+
+from lsp_spark.documents import ByteEdit, Document
+from lsp_spark.syntax.grammars import canonical, language_for
+
+
+class SyntaxTree:
+    """One document's tree, kept current by incremental edits."""
+
+    __slots__ = (
+        "__weakref__",
+        "_parser",
+        "_stale",
+        "_tree",
+        "document",
+        "language",
+        "language_id",
+        "version",
+    )
+
+    document: Document
+    language_id: str
+    language: Language
+    version: int
+    """Bumped by every (re)parse, so callers can cache what they derive per tree."""
+
+    def __init__(self, document: Document, language_id: str, language: Language) -> None:
+        self.document = document
+        self.language_id = language_id
+        self.language = language
+        self.version = 0
+        self._parser = Parser(language)
+        self._tree: Tree | None = None
+        self._stale = True
+
+    def __repr__(self) -> str:
+        return f"SyntaxTree({self.document.uri!r}, {self.language_id!r}, version={self.version})"
+
+    def edit(self, edit: ByteEdit) -> None:
+        """Record an edit already applied to the document; the reparse waits for ``tree``."""
+        if self._tree is not None:
+            self._tree.edit(
+                start_byte=edit.start_byte,
+                old_end_byte=edit.old_end_byte,
+                new_end_byte=edit.new_end_byte,
+                start_point=edit.start_point,
+                old_end_point=edit.old_end_point,
+                new_end_point=edit.new_end_point,
+            )
+        self._stale = True
+
+    @property
+    def tree(self) -> Tree:
+        """The current tree: reparsed incrementally (reusing the edited tree) if edits came in."""
+        if self._stale or self._tree is None:
+            read = self.document.read_utf8
+            old = self._tree
+            self._tree = self._parser.parse(read) if old is None else self._parser.parse(read, old)
+            self._stale = False
+            self.version += 1
+        return self._tree
+
+
+class SyntaxStore:
+    """Syntax trees of open documents by URI, for the languages that have a grammar."""
+
+    __slots__ = ("_trees",)
+
+    def __init__(self) -> None:
+        self._trees: dict[str, SyntaxTree] = {}
+
+    def open(self, document: Document) -> SyntaxTree | None:
+        """Track a (re)opened document; None when its language has no grammar.
+
+        The first parse waits until the tree is first needed, so opening many files is cheap.
+        """
+        language_id = canonical(document.language_id)
+        language = language_for(language_id)
+        if language is None:
+            self._trees.pop(document.uri, None)
+            return None
+        syntax = SyntaxTree(document, language_id, language)
+        self._trees[document.uri] = syntax
+        return syntax
+
+    def change(self, uri: str, edits: Sequence[ByteEdit]) -> None:
+        """Record a didChange's edits, in order; a document without a tree is ignored."""
+        syntax = self._trees.get(uri)
+        if syntax is None:
+            return
+        for edit in edits:
+            syntax.edit(edit)
+
+    def close(self, uri: str) -> None:
+        self._trees.pop(uri, None)
+
+    def get(self, uri: str) -> SyntaxTree | None:
+        return self._trees.get(uri)

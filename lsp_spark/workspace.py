@@ -1,0 +1,105 @@
+"""Everything known about open documents: text, syntax trees, an outline index, recent edits.
+
+Per keystroke only the cheap parts run (text splice, tree edit, a note of where the
+edit was); the outline of each document (imports, definitions) is refreshed in the
+background after typing pauses, so requests read it without waiting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from lsp_spark.documents import Change, Document, DocumentStore, PositionEncoding
+from lsp_spark.syntax import outline
+from lsp_spark.syntax.trees import SyntaxStore, SyntaxTree
+
+OUTLINE_REFRESH_DELAY = 0.3
+RECENT_EDITS = 16
+NEARBY_ROWS = 3
+
+
+@dataclass(frozen=True, slots=True)
+class Outline:
+    """A document's imports and definitions as of its last refresh (possibly stale)."""
+
+    imports: tuple[str, ...] = ()
+    definitions: tuple[outline.Definition, ...] = ()
+
+
+@dataclass
+class RecentEdits:
+    """Where the user edited lately, newest first, one entry per nearby region."""
+
+    places: deque[tuple[str, int]] = field(default_factory=lambda: deque(maxlen=RECENT_EDITS))
+
+    def record(self, uri: str, row: int) -> None:
+        for index, (known_uri, known_row) in enumerate(self.places):
+            if known_uri == uri and abs(known_row - row) <= NEARBY_ROWS:
+                del self.places[index]
+                break
+        self.places.appendleft((uri, row))
+
+    def forget(self, uri: str) -> None:
+        kept = [place for place in self.places if place[0] != uri]
+        self.places.clear()
+        self.places.extend(kept)
+
+
+class Workspace:
+    def __init__(self) -> None:
+        self.documents = DocumentStore()
+        self.syntax = SyntaxStore()
+        self.recent = RecentEdits()
+        self.outlines: dict[str, Outline] = {}
+        self._refreshes: dict[str, asyncio.TimerHandle] = {}
+
+    def open(self, uri: str, language_id: str, version: int, text: str) -> Document:
+        document = self.documents.open(uri, language_id, version, text)
+        self.syntax.open(document)
+        self._schedule_outline(uri, delay=0.0)
+        return document
+
+    def change(
+        self, uri: str, version: int, changes: Iterable[Change], encoding: PositionEncoding
+    ) -> None:
+        """Apply edits; raises UnknownDocumentError for a document never opened."""
+        changes = list(changes)
+        edits = self.documents.change(uri, version, changes, encoding)
+        self.syntax.change(uri, edits)
+        for edit in edits:
+            self.recent.record(uri, edit.start_point[0])
+        self._schedule_outline(uri)
+
+    def close(self, uri: str) -> None:
+        self.documents.close(uri)
+        self.syntax.close(uri)
+        self.recent.forget(uri)
+        self.outlines.pop(uri, None)
+        if (handle := self._refreshes.pop(uri, None)) is not None:
+            handle.cancel()
+
+    def tree(self, uri: str) -> SyntaxTree | None:
+        return self.syntax.get(uri)
+
+    def _schedule_outline(self, uri: str, delay: float = OUTLINE_REFRESH_DELAY) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self.refresh_outline(uri)
+            return
+        if (handle := self._refreshes.pop(uri, None)) is not None:
+            handle.cancel()
+        self._refreshes[uri] = loop.call_later(delay, self.refresh_outline, uri)
+
+    def refresh_outline(self, uri: str) -> None:
+        self._refreshes.pop(uri, None)
+        syntax = self.syntax.get(uri)
+        if syntax is None:
+            return
+        self.outlines[uri] = Outline(
+            imports=tuple(text for _, _, text in outline.imports(syntax)),
+            definitions=tuple(outline.definitions(syntax)),
+        )
