@@ -27,6 +27,8 @@ class Outline:
 
     imports: tuple[str, ...] = ()
     definitions: tuple[outline.Definition, ...] = ()
+    signatures: dict[str, str] = field(default_factory=dict)
+    """Each defined name's signature (the first definition wins), for lookups per request."""
 
 
 @dataclass
@@ -85,10 +87,10 @@ class Workspace:
         return self.syntax.get(uri)
 
     def _schedule_outline(self, uri: str, delay: float = OUTLINE_REFRESH_DELAY) -> None:
+        """Refresh the outline after typing pauses; outside an event loop, only on request."""
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
-            self.refresh_outline(uri)
             return
         if (handle := self._refreshes.pop(uri, None)) is not None:
             handle.cancel()
@@ -99,7 +101,12 @@ class Workspace:
         syntax = self.syntax.get(uri)
         if syntax is None:
             return
+        definitions = tuple(outline.definitions(syntax))
+        signatures: dict[str, str] = {}
+        for definition in definitions:
+            signatures.setdefault(definition.name, definition.signature)
         self.outlines[uri] = Outline(
             imports=tuple(text for _, _, text in outline.imports(syntax)),
-            definitions=tuple(outline.definitions(syntax)),
+            definitions=definitions,
+            signatures=signatures,
         )

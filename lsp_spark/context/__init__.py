@@ -39,26 +39,31 @@ def cursor_window(
     """
     current = line(row)
     line_prefix, line_suffix = current[:column], current[column:]
+    before: list[str] = []
     budget = prefix_chars - len(line_prefix)
-    first = row
-    while first > 0 and budget > 0:
-        budget -= len(line(first - 1)) + 1
+    while row - len(before) > 0 and budget > 0:
+        text = line(row - len(before) - 1)
+        budget -= len(text) + 1
         if budget < 0:
             break
-        first -= 1
+        before.append(text)
+    first = row - len(before)
     if first > 0:
         first = min(first_row_at_or_after(first), row)
+        del before[row - first :]
+    before.reverse()
+    after: list[str] = []
     budget = suffix_chars - len(line_suffix)
-    last = row
-    while last + 1 < line_count and budget > 0:
-        budget -= len(line(last + 1)) + 1
+    while row + len(after) + 1 < line_count and budget > 0:
+        text = line(row + len(after) + 1)
+        budget -= len(text) + 1
         if budget < 0:
             break
-        last += 1
+        after.append(text)
+    last = row + len(after)
     if last + 1 < line_count:
         last = max(last_row_at_or_before(last), row)
-    before = [line(index) for index in range(first, row)]
-    after = [line(index) for index in range(row + 1, last + 1)]
+        del after[last - row :]
     return CursorWindow(
         prefix="".join(text + "\n" for text in before) + line_prefix,
         suffix=line_suffix + "".join("\n" + text for text in after),

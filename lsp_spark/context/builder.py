@@ -97,7 +97,8 @@ def build_context(
         multiline=mode is Mode.BLOCK,
         max_lines=options.max_lines,
         language=document.language_id,
-        indent_unit=options.indent_unit or detect_indent_unit(window.prefix.split("\n")),
+        indent_unit=options.indent_unit
+        or detect_indent_unit((window.prefix + window.suffix).split("\n")),
         new_errors=(
             partial(boundaries.added_errors, syntax, cursor_byte) if syntax is not None else None
         ),

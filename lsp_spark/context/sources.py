@@ -59,19 +59,20 @@ def definitions_of(
     origin_of: Callable[[str], str],
 ) -> list[Snippet]:
     """Signatures of names used near the cursor, from this file first, then other open files."""
-    by_name: dict[str, list[tuple[str, str]]] = {}
-    for uri, outline in outlines.items():
-        for definition in outline.definitions:
-            by_name.setdefault(definition.name, []).append((uri, definition.signature))
+    current = outlines.get(current_uri)
+    others = [(uri, outline) for uri, outline in outlines.items() if uri != current_uri]
     found: list[Snippet] = []
     for name in names:
-        places = sorted(by_name.get(name, ()), key=lambda place: place[0] != current_uri)
-        for uri, signature in places:
-            if signature in window:
-                break
-            source = "definitions" if uri == current_uri else "open_files"
+        signature = current.signatures.get(name) if current is not None else None
+        source, uri = "definitions", current_uri
+        if signature is None:
+            uri, signature = next(
+                ((uri, o.signatures[name]) for uri, o in others if name in o.signatures),
+                (current_uri, None),
+            )
+            source = "open_files"
+        if signature is not None and signature not in window:
             found.append(Snippet(source, origin_of(uri), signature))
-            break
     return found
 
 
