@@ -133,6 +133,7 @@ def main() -> None:
         workspace.change(
             URI, version, [((row, column), (row, column + 1), "")], PositionEncoding.UTF32
         )
+        _ = syntax.tree
     results = {
         "file_lines": len(lines),
         "samples": len(rows),

@@ -88,3 +88,13 @@ async def test_a_suggestion_that_breaks_the_syntax_is_not_shown(
     client = await start_spark(cerebras_options(cerebras))
     uri = open_document(client, "def f():\n    \n")
     assert (await inline(client, uri, 1, 4)).items == ()
+
+
+async def test_half_typed_code_still_gets_a_suggestion(
+    start_spark: StartSpark, cerebras: CerebrasTestServer
+) -> None:
+    cerebras.config.queue_replies("value = compute(")
+    client = await start_spark(cerebras_options(cerebras))
+    uri = open_document(client, "def f():\n    result = (\n    \n")
+    result = await inline(client, uri, 2, 4)
+    assert [item.insert_text for item in result.items] == ["value = compute("]

@@ -102,6 +102,7 @@ def build_context(
         new_errors=(
             partial(boundaries.added_errors, syntax, cursor_byte) if syntax is not None else None
         ),
+        parses_at_cursor=syntax is None or boundaries.parses_near(syntax, cursor_byte),
     )
     return BuiltContext(
         window=window,

@@ -36,15 +36,15 @@ def starts_statement(syntax: SyntaxTree, row: int) -> bool:
     if node is None:
         return False
     while node.parent is not None and node.parent.start_byte == byte:
+        if _is_container(node.parent):
+            break
         node = node.parent
-    if node.start_byte != byte:
-        return False
     parent = node.parent
-    return (
-        parent is None
-        or parent.parent is None
-        or any(kind in parent.type for kind in CONTAINER_TYPES)
-    )
+    return node.start_byte == byte and (parent is None or _is_container(parent))
+
+
+def _is_container(node: Node) -> bool:
+    return node.parent is None or any(kind in node.type for kind in CONTAINER_TYPES)
 
 
 def statement_start_at_or_after(syntax: SyntaxTree, row: int) -> int:
@@ -54,10 +54,19 @@ def statement_start_at_or_after(syntax: SyntaxTree, row: int) -> int:
 
 
 def statement_end_at_or_before(syntax: SyntaxTree, row: int) -> int:
-    """The last row at or before `row` after which a statement begins."""
-    first = max(0, row - SEARCH_ROWS)
-    following = next((r for r in range(row + 1, first, -1) if starts_statement(syntax, r)), row + 1)
-    return following - 1
+    """The last row at or before `row` whose next non-blank row begins a statement."""
+    document = syntax.document
+    following = row + 1
+    while following < document.line_count and following - row < SEARCH_ROWS:
+        if document.line(following).strip():
+            break
+        following += 1
+    for candidate in range(row, max(-1, row - SEARCH_ROWS), -1):
+        if following >= document.line_count or starts_statement(syntax, following):
+            return candidate
+        if document.line(candidate).strip():
+            following = candidate
+    return row
 
 
 def _top_level_at(root: Node, byte: int) -> Node | None:
@@ -77,7 +86,7 @@ def _errors_around(tree: Tree, start: int, end: int) -> int:
         child = root.child(root.child_count - 1) if root.child_count else None
         while child is not None and child.prev_sibling is not None and child.end_byte > start:
             child = child.prev_sibling
-    total = 0
+    total = 1 if root.is_error else 0
     while child is not None and child.start_byte <= end:
         if child.has_error:
             total += _count_errors(child)
@@ -97,6 +106,11 @@ def _count_errors(node: Node) -> int:
         while not cursor.goto_next_sibling():
             if not cursor.goto_parent() or cursor.node == node:
                 return count
+
+
+def parses_near(syntax: SyntaxTree, byte_offset: int) -> bool:
+    """Whether the statements around the cursor are free of syntax errors now."""
+    return _errors_around(syntax.tree, byte_offset, byte_offset) == 0
 
 
 def added_errors(syntax: SyntaxTree, byte_offset: int, text: str) -> int:
