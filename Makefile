@@ -26,3 +26,6 @@ lint: install
 
 bench: install
 	$(BIN)/python benchmarks/bench_documents.py
+	$(BIN)/python benchmarks/bench_syntax.py
+	$(BIN)/python benchmarks/bench_context.py
+	$(BIN)/python benchmarks/holes.py
