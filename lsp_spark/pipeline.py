@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import posixpath
 import time
@@ -12,21 +13,26 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from cachetools import LRUCache
-
 from lsp_spark.backends import Backend, BackendError, CompletionRequest, FailureKind, create_backend
-from lsp_spark.context.budget import Budget
-from lsp_spark.context.builder import ContextOptions, build_context
+from lsp_spark.context.budget import ESTIMATED_CHARS_PER_TOKEN, Budget
+from lsp_spark.context.builder import BuiltContext, ContextOptions, build_context
 from lsp_spark.documents import Document
 from lsp_spark.postprocess import SuggestionStream
 from lsp_spark.scheduler import LatestOnly, outcome
+from lsp_spark.scheduler.cache import LineState, SuggestionCache
+from lsp_spark.scheduler.debounce import AdaptiveDebounce
 from lsp_spark.settings import Settings
 from lsp_spark.stats import Stats
 from lsp_spark.workspace import Workspace
 
 log = logging.getLogger(__name__)
 
-CACHE_SIZE = 512
+PREFETCH_DELAY = 0.25
+"""Seconds a suggestion stays on screen before its continuation is fetched: long enough
+that typing on (which makes it moot) usually comes first, short enough to beat an accept."""
+IDLE_REWARM = 45.0
+"""Servers drop idle keep-alive connections after about a minute; re-open before that."""
+REWARM_INTERVAL = 1.0
 # After a failure the backend is left alone for a while instead of being asked on every keystroke.
 UNAVAILABLE_BACKOFF = (0.5, 30.0)
 RATE_LIMIT_BACKOFF = 2.0
@@ -52,6 +58,13 @@ class Suggestion:
     backend: str
     model: str
     cached: bool = False
+
+
+def line_state(document: Document, row: int, column: int) -> LineState:
+    line = document.line(row)
+    return LineState(
+        document.uri, row, line[:column], line[column:], document.line(row - 1) if row else ""
+    )
 
 
 def filename_of(uri: str) -> str:
@@ -83,7 +96,11 @@ class CompletionEngine:
         self.notifier = Notifier(show_message)
         self._backend: Backend | None = None
         self._backend_failure: BackendError | None = None
-        self._cache: LRUCache[tuple[Any, ...], tuple[str, int]] = LRUCache(CACHE_SIZE)
+        self.cache = SuggestionCache()
+        self.debounce = AdaptiveDebounce()
+        self._prefetches: dict[str, tuple[asyncio.Task[None], asyncio.Event]] = {}
+        self._idle_timer: asyncio.TimerHandle | None = None
+        self._last_rewarm = 0.0
         self._paused_until = 0.0
         self._unavailable_streak = 0
         self._background: set[asyncio.Task[Any]] = set()
@@ -112,7 +129,7 @@ class CompletionEngine:
         if unchanged and (self._backend or self._backend_failure):
             return
         old, self._backend, self._backend_failure = self._backend, None, None
-        self._cache.clear()
+        self.cache.clear()
         self.jobs.cancel_all()
         if old is not None:
             await old.aclose()
@@ -141,13 +158,59 @@ class CompletionEngine:
             if failure.kind in (FailureKind.MISCONFIGURED, FailureKind.AUTH):
                 self._fail(failure)
 
+    def recall(self, document: Document, row: int, column: int) -> Suggestion | None:
+        """Answer from memory, before any task, debounce or context work."""
+        backend = self._backend
+        if backend is None or not self.settings.enable or not self.settings.cache:
+            return None
+        found = self.cache.recall(line_state(document, row, column))
+        if found is None:
+            return None
+        self.jobs.cancel(document.uri)
+        self.stats.requests += 1
+        self.stats.cache_hits += 1
+        self.stats.type_through_hits += found.origin == "typed"
+        self.stats.prefetch_hits += found.origin == "prefetch"
+        self.stats.tokens_saved += int(len(found.text) / ESTIMATED_CHARS_PER_TOKEN) + 1
+        self.stats.suggestions += 1
+        self.stats.shown += 1
+        return Suggestion(found.text, found.replace_chars, backend.name, backend.model, True)
+
     def submit(self, document: Document, row: int, column: int) -> asyncio.Task[Suggestion | None]:
         """Start a request; it supersedes any earlier one still running for this document."""
         self.stats.requests += 1
-        return self.jobs.submit(document.uri, self._suggest(document, row, column))
+        self._cancel_prefetch(document.uri)
+        return self.jobs.submit(
+            document.uri,
+            self._suggest(document, row, column),
+            supersede=self.settings.supersede,
+        )
 
     async def suggest(self, document: Document, row: int, column: int) -> Suggestion | None:
+        remembered = self.recall(document, row, column)
+        if remembered is not None:
+            return remembered
         return await outcome(self.submit(document, row, column))
+
+    def keystroke(self) -> None:
+        self.debounce.keystroke()
+
+    def accepted(self, uri: str, partially: bool = False) -> None:
+        """The user took a suggestion: fetch what follows it now rather than after a delay."""
+        if partially:
+            self.stats.partially_accepted += 1
+        else:
+            self.stats.accepted += 1
+        self.shown(uri)
+
+    def shown(self, uri: str) -> None:
+        if (pending := self._prefetches.get(uri)) is not None:
+            pending[1].set()
+
+    def forget(self, uri: str) -> None:
+        self.jobs.cancel(uri)
+        self._cancel_prefetch(uri)
+        self.cache.forget(uri)
 
     async def _suggest(self, document: Document, row: int, column: int) -> Suggestion | None:
         started = time.perf_counter()
@@ -163,16 +226,11 @@ class CompletionEngine:
         if built is None:
             self.stats.empty += 1
             return None
-        window = built.window
-        key = (backend.name, backend.model, built.related, window.prefix, window.suffix)
-        cached = self._cache.get(key)
-        if cached is not None:
-            self.stats.cache_hits += 1
-            return self._deliver(*cached, backend, started, cached=True)
         if time.monotonic() < self._paused_until:
             return None
-        if settings.debounce_ms:
-            await asyncio.sleep(settings.debounce_ms / 1000)
+        state = line_state(document, row, column)
+        await asyncio.sleep(self.debounce.seconds(settings.debounce_ms))
+        window = built.window
         multiline = built.cursor.multiline
         request = CompletionRequest(
             prefix=window.prefix,
@@ -188,8 +246,86 @@ class CompletionEngine:
         assembled = SuggestionStream(built.cursor, skip=frozenset(settings.disabled_filters))
         if not await self._generate(backend, request, assembled, started):
             return None
-        self._cache[key] = result = assembled.suggestion()
-        return self._deliver(*result, backend, started)
+        text, replace_chars = assembled.suggestion()
+        if settings.cache:
+            self.cache.remember(state, text, replace_chars)
+        suggestion = self._deliver(text, replace_chars, backend, started)
+        if suggestion is not None and settings.cache and settings.prefetch:
+            self._plan_prefetch(backend, state, built, request, suggestion)
+        return suggestion
+
+    def _plan_prefetch(
+        self,
+        backend: Backend,
+        state: LineState,
+        built: BuiltContext,
+        request: CompletionRequest,
+        suggestion: Suggestion,
+    ) -> None:
+        self._cancel_prefetch(state.uri)
+        wake = asyncio.Event()
+        task = asyncio.get_running_loop().create_task(
+            self._prefetch(backend, state, built, request, suggestion, wake)
+        )
+        self._prefetches[state.uri] = (task, wake)
+        task.add_done_callback(lambda _: self._forget_prefetch(state.uri, task))
+
+    def _forget_prefetch(self, uri: str, task: asyncio.Task[None]) -> None:
+        if (pending := self._prefetches.get(uri)) is not None and pending[0] is task:
+            del self._prefetches[uri]
+
+    def _cancel_prefetch(self, uri: str) -> None:
+        if (pending := self._prefetches.pop(uri, None)) is not None:
+            pending[0].cancel()
+
+    async def _prefetch(
+        self,
+        backend: Backend,
+        state: LineState,
+        built: BuiltContext,
+        request: CompletionRequest,
+        suggestion: Suggestion,
+        wake: asyncio.Event,
+    ) -> None:
+        """Fetch what the model would suggest once this suggestion is accepted.
+
+        The result is remembered for the line state that accepting produces, and for the
+        blank line that Enter would open after it, so accepting and going on is instant.
+        """
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(wake.wait(), PREFETCH_DELAY)
+        rest = state.line_suffix[suggestion.replace_chars :]
+        accepted_lines = (state.line_prefix + suggestion.text).split("\n")
+        row = state.row + len(accepted_lines) - 1
+        line_prefix = accepted_lines[-1]
+        continuation = dataclasses.replace(
+            request,
+            prefix=request.prefix + suggestion.text,
+            suffix=rest + request.suffix[len(state.line_suffix) :],
+            multiline=True,
+            stop=("\n\n\n",),
+        )
+        cursor = dataclasses.replace(
+            built.cursor,
+            line_prefix=line_prefix,
+            line_suffix=rest,
+            multiline=True,
+            new_errors=None,
+            parses_at_cursor=True,
+        )
+        assembled = SuggestionStream(cursor, skip=frozenset(self.settings.disabled_filters))
+        self.stats.prefetches += 1
+        if not await self._generate(backend, continuation, assembled, time.perf_counter()):
+            return
+        text, replace_chars = assembled.suggestion()
+        if not text.strip():
+            return
+        if text.startswith("\n"):
+            self.cache.remember_next_line(state.uri, row + 1, line_prefix + rest, text[1:])
+        else:
+            previous = accepted_lines[-2] if len(accepted_lines) > 1 else state.previous_line
+            accepted = LineState(state.uri, row, line_prefix, rest, previous)
+            self.cache.remember(accepted, text.split("\n", 1)[0], replace_chars, "prefetch")
 
     def _context_options(self, backend: Backend) -> ContextOptions:
         settings = self.settings
@@ -226,6 +362,7 @@ class CompletionEngine:
                     first = first or time.perf_counter()
                     if assembled.feed(delta):
                         self.stats.early_stops += 1
+                        self._rewarm(backend)
                         break
         except BackendError as failure:
             self.stats.upstream_errors += 1
@@ -233,9 +370,11 @@ class CompletionEngine:
             return False
         except asyncio.CancelledError:
             self.stats.superseded += 1
+            self._rewarm(backend)
             raise
         finally:
             self.stats.tokens_received += tokens
+            self._keep_warm(backend)
         self._succeeded()
         done = time.perf_counter()
         if first is not None:
@@ -251,6 +390,20 @@ class CompletionEngine:
         )
         return True
 
+    def _rewarm(self, backend: Backend) -> None:
+        """A stream closed early takes its HTTP/1.1 connection with it: open the next now."""
+        now = time.monotonic()
+        if now - self._last_rewarm > REWARM_INTERVAL:
+            self._last_rewarm = now
+            self.in_background(backend.warm())
+
+    def _keep_warm(self, backend: Backend) -> None:
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+        self._idle_timer = asyncio.get_running_loop().call_later(
+            IDLE_REWARM, lambda: self.in_background(backend.warm())
+        )
+
     def _deliver(
         self, text: str, replace_chars: int, backend: Backend, started: float, cached: bool = False
     ) -> Suggestion | None:
@@ -259,6 +412,7 @@ class CompletionEngine:
             self.stats.empty += 1
             return None
         self.stats.suggestions += 1
+        self.stats.shown += 1
         return Suggestion(text, replace_chars, backend.name, backend.model, cached)
 
     def _fail(self, failure: BackendError) -> None:
@@ -284,6 +438,10 @@ class CompletionEngine:
 
     async def aclose(self) -> None:
         self.jobs.cancel_all()
+        for uri in list(self._prefetches):
+            self._cancel_prefetch(uri)
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
         for task in list(self._background):
             task.cancel()
         if self._background:

@@ -20,6 +20,9 @@ log = logging.getLogger(__name__)
 
 STATS_METHOD = "lspSpark/stats"
 STATS_COMMAND = "lspSpark.stats"
+ACCEPTED_COMMAND = "lspSpark.accepted"
+DID_SHOW = "textDocument/didShowCompletion"
+DID_PARTIALLY_ACCEPT = "textDocument/didPartiallyAcceptCompletion"
 LABEL_LENGTH = 60
 
 
@@ -134,6 +137,7 @@ def did_change(ls: SparkServer, params: types.DidChangeTextDocumentParams) -> No
         else (None, None, change.text)
         for change in params.content_changes
     ]
+    ls.engine.keystroke()
     try:
         ls.files.change(
             params.text_document.uri, params.text_document.version, changes, ls.encoding
@@ -144,7 +148,7 @@ def did_change(ls: SparkServer, params: types.DidChangeTextDocumentParams) -> No
 
 @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
 def did_close(ls: SparkServer, params: types.DidCloseTextDocumentParams) -> None:
-    ls.engine.jobs.cancel(params.text_document.uri)
+    ls.engine.forget(params.text_document.uri)
     ls.files.close(params.text_document.uri)
 
 
@@ -164,6 +168,9 @@ async def inline_completion(
             types.InlineCompletionItem(
                 insert_text=suggestion.text,
                 range=ls.replaced_range(document, row, column, start, suggestion.replace_chars),
+                command=types.Command(
+                    title="Accept suggestion", command=ACCEPTED_COMMAND, arguments=[document.uri]
+                ),
             )
         ]
     )
@@ -193,6 +200,11 @@ async def completion(ls: SparkServer, params: types.CompletionParams) -> types.C
     if document is None:
         return types.CompletionList(is_incomplete=False, items=[])
     row, column, start = ls.cursor(document, params.position)
+    if (remembered := ls.engine.recall(document, row, column)) is not None:
+        edit_range = ls.replaced_range(document, row, column, start, remembered.replace_chars)
+        return types.CompletionList(
+            is_incomplete=False, items=[completion_item(remembered, edit_range)]
+        )
     job = ls.engine.submit(document, row, column)
     done, _ = await asyncio.wait({job}, timeout=ls.engine.settings.completion_deadline_ms / 1000)
     if not done or job.cancelled():
@@ -214,6 +226,30 @@ def stats_request(ls: SparkServer, _: Any) -> dict[str, Any]:
 @server.command(STATS_COMMAND)
 def stats_command(ls: SparkServer, *_: Any) -> dict[str, Any]:
     return ls.engine.stats.snapshot(ls.engine.backend_name, ls.engine.model_name)
+
+
+@server.command(ACCEPTED_COMMAND)
+def accepted_command(ls: SparkServer, uri: Any = None, *_: Any) -> None:
+    ls.engine.accepted(str(uri))
+
+
+def _uri_of_item(params: Any) -> str | None:
+    """Copilot-style notifications carry the item; our accept command names the document."""
+    command = getattr(getattr(params, "item", None), "command", None)
+    arguments = getattr(command, "arguments", None) or []
+    return str(arguments[0]) if arguments else None
+
+
+@server.feature(DID_SHOW)
+def did_show(ls: SparkServer, params: Any) -> None:
+    if (uri := _uri_of_item(params)) is not None:
+        ls.engine.shown(uri)
+
+
+@server.feature(DID_PARTIALLY_ACCEPT)
+def did_partially_accept(ls: SparkServer, params: Any) -> None:
+    if (uri := _uri_of_item(params)) is not None:
+        ls.engine.accepted(uri, partially=True)
 
 
 @server.feature(types.SHUTDOWN)

@@ -61,7 +61,12 @@ class Settings(BaseModel):
     max_tokens: int = Field(default=96, ge=1, le=4096)
     max_lines: int = Field(default=12, ge=1, le=200)
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
-    debounce_ms: int = Field(default=15, ge=0, le=2000)
+    debounce_ms: int | None = Field(
+        default=None, ge=0, le=2000, description="None: adapt to the typing rhythm (5-50 ms)."
+    )
+    cache: bool = True
+    prefetch: bool = True
+    supersede: bool = True
     completion_deadline_ms: int = Field(default=350, ge=10, le=10000)
     request_timeout_ms: int = Field(default=8000, ge=100, le=120000)
     context_tokens: int | None = Field(

@@ -24,6 +24,13 @@ class Stats:
     suggestions: int = 0
     empty: int = 0
     cache_hits: int = 0
+    type_through_hits: int = 0
+    prefetch_hits: int = 0
+    prefetches: int = 0
+    tokens_saved: int = 0
+    shown: int = 0
+    accepted: int = 0
+    partially_accepted: int = 0
     upstream_requests: int = 0
     upstream_errors: int = 0
     superseded: int = 0
@@ -34,7 +41,7 @@ class Stats:
     tokens_per_second: deque[float] = field(default_factory=lambda: deque(maxlen=WINDOW))
 
     def snapshot(self, backend: str, model: str) -> dict[str, Any]:
-        looked_up = self.cache_hits + self.upstream_requests
+        looked_up = self.cache_hits + self.upstream_requests - self.prefetches
         return {
             "backend": backend,
             "model": model,
@@ -43,6 +50,13 @@ class Stats:
             "empty": self.empty,
             "cacheHits": self.cache_hits,
             "cacheHitRate": self.cache_hits / looked_up if looked_up else 0.0,
+            "typeThroughHits": self.type_through_hits,
+            "prefetchHits": self.prefetch_hits,
+            "prefetches": self.prefetches,
+            "tokensSaved": self.tokens_saved,
+            "shown": self.shown,
+            "accepted": self.accepted,
+            "partiallyAccepted": self.partially_accepted,
             "upstreamRequests": self.upstream_requests,
             "upstreamErrors": self.upstream_errors,
             "superseded": self.superseded,

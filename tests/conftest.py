@@ -36,11 +36,14 @@ def cerebras() -> Iterator[CerebrasTestServer]:
 
 
 def cerebras_options(server: CerebrasTestServer, **extra: Any) -> dict[str, Any]:
+    """Settings for the loopback server; prefetching is off unless a test is about it,
+    so that counts of upstream requests mean what they say."""
     return {
         "backend": "cerebras",
         "apiKey": TEST_KEY,
         "baseUrl": server.base_url,
         "debounceMs": 0,
+        "prefetch": False,
         **extra,
     }
 
@@ -99,6 +102,44 @@ def open_document(
         types.DidOpenTextDocumentParams(types.TextDocumentItem(uri, language, 1, text))
     )
     return uri
+
+
+def type_text(
+    client: LanguageClient, uri: str, version: int, line: int, character: int, text: str
+) -> None:
+    """Insert `text` at a position, as one keystroke (or one accepted suggestion)."""
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+            content_changes=[
+                types.TextDocumentContentChangePartial(
+                    range=types.Range(
+                        types.Position(line, character), types.Position(line, character)
+                    ),
+                    text=text,
+                )
+            ],
+        )
+    )
+
+
+def delete_before(
+    client: LanguageClient, uri: str, version: int, line: int, character: int
+) -> None:
+    """Backspace at a position."""
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+            content_changes=[
+                types.TextDocumentContentChangePartial(
+                    range=types.Range(
+                        types.Position(line, character - 1), types.Position(line, character)
+                    ),
+                    text="",
+                )
+            ],
+        )
+    )
 
 
 async def inline(client: LanguageClient, uri: str, line: int, character: int) -> Any:

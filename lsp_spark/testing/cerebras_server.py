@@ -202,6 +202,8 @@ class RecordedRequest:
     """``[DONE]`` written (for a non-streamed reply: the body written)."""
     client_hung_up: bool = False
     hung_up_at: float | None = None
+    completed_at: float | None = None
+    """Monotonic time the answer ended for any reason: written in full, client gone, or fault."""
 
     @property
     def suffix(self) -> str | None:
@@ -780,6 +782,8 @@ class CerebrasTestServer:
         except _HttpError as exc:
             record.status = exc.status
             reusable = await conn.send_json(exc.status, exc.body, keep_alive=request.keep_alive)
+        finally:
+            record.completed_at = time.monotonic()
         return reusable and request.keep_alive and not conn.closed.is_set()
 
     async def _dispatch(

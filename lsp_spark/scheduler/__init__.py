@@ -18,15 +18,22 @@ class LatestOnly:
 
     def __init__(self) -> None:
         self._jobs: dict[str, asyncio.Task[Any]] = {}
+        self._running: set[asyncio.Task[Any]] = set()
 
-    def submit(self, key: str, job: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
-        self.cancel(key)
+    def submit(
+        self, key: str, job: Coroutine[Any, Any, T], *, supersede: bool = True
+    ) -> asyncio.Task[T]:
+        """Start `job`; with `supersede` off (for measuring its gain) older jobs run on."""
+        if supersede:
+            self.cancel(key)
         task = asyncio.get_running_loop().create_task(job)
         self._jobs[key] = task
+        self._running.add(task)
         task.add_done_callback(lambda done: self._forget(key, done))
         return task
 
     def _forget(self, key: str, task: asyncio.Task[Any]) -> None:
+        self._running.discard(task)
         if self._jobs.get(key) is task:
             del self._jobs[key]
 
@@ -36,8 +43,9 @@ class LatestOnly:
             task.cancel()
 
     def cancel_all(self) -> None:
-        for key in list(self._jobs):
-            self.cancel(key)
+        self._jobs.clear()
+        for task in list(self._running):
+            task.cancel()
 
     def __len__(self) -> int:
         return len(self._jobs)
