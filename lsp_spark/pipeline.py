@@ -223,6 +223,7 @@ class CompletionEngine:
                 self.notifier.tell(self._backend_failure.kind.value, self._backend_failure.args[0])
             return None
         built = build_context(self.workspace, document, row, column, self._context_options(backend))
+        context_ms = (time.perf_counter() - started) * 1000
         if built is None:
             self.stats.empty += 1
             return None
@@ -244,7 +245,7 @@ class CompletionEngine:
             context=built.related,
         )
         assembled = SuggestionStream(built.cursor, skip=frozenset(settings.disabled_filters))
-        if not await self._generate(backend, request, assembled, started):
+        if not await self._generate(backend, request, assembled, started, context_ms):
             return None
         text, replace_chars = assembled.suggestion()
         if settings.cache:
@@ -315,7 +316,9 @@ class CompletionEngine:
         )
         assembled = SuggestionStream(cursor, skip=frozenset(self.settings.disabled_filters))
         self.stats.prefetches += 1
-        if not await self._generate(backend, continuation, assembled, time.perf_counter()):
+        if not await self._generate(
+            backend, continuation, assembled, time.perf_counter(), prefetch=True
+        ):
             return
         text, replace_chars = assembled.suggestion()
         if not text.strip():
@@ -349,6 +352,8 @@ class CompletionEngine:
         request: CompletionRequest,
         assembled: SuggestionStream,
         started: float,
+        context_ms: float = 0.0,
+        prefetch: bool = False,
     ) -> bool:
         """Stream into `assembled`, closing upstream as soon as the suggestion is complete."""
         self.stats.upstream_requests += 1
@@ -377,17 +382,27 @@ class CompletionEngine:
             self._keep_warm(backend)
         self._succeeded()
         done = time.perf_counter()
-        if first is not None:
+        first = first or done
+        rate = (tokens - 1) / (done - first) if tokens > 1 and done > first else 0.0
+        if tokens:
             self.stats.first_token_ms.append((first - sent) * 1000)
-            if done > first and tokens > 1:
-                self.stats.tokens_per_second.append((tokens - 1) / (done - first))
-        log.debug(
-            "completion: wait+context %.1f ms, first token %.1f ms, generation %.1f ms, %d tokens",
-            (sent - started) * 1000,
-            ((first or done) - sent) * 1000,
-            (done - (first or done)) * 1000,
-            tokens,
-        )
+        if rate:
+            self.stats.tokens_per_second.append(rate)
+        if log.isEnabledFor(logging.DEBUG):
+            finished = time.perf_counter()
+            assembled.suggestion()
+            log.debug(
+                "%s: context %.2f ms, waited %.1f ms, first token %.1f ms, generation %.1f ms, "
+                "post-processing %.2f ms, %d tokens at %.0f tokens/s",
+                "prefetch" if prefetch else "completion",
+                context_ms,
+                (sent - started) * 1000 - context_ms,
+                (first - sent) * 1000,
+                (done - first) * 1000,
+                (time.perf_counter() - finished) * 1000,
+                tokens,
+                rate,
+            )
         return True
 
     def _rewarm(self, backend: Backend) -> None:

@@ -64,9 +64,10 @@ async def start_spark() -> AsyncIterator[StartSpark]:
         options: dict[str, Any] | None = None,
         encodings: list[str] | None = None,
         env: dict[str, str] | None = None,
+        args: list[str] | None = None,
     ) -> LanguageClient:
         config = ClientServerConfig(
-            server_command=SERVER_COMMAND, server_env=SERVER_ENV | (env or {})
+            server_command=[*SERVER_COMMAND, *(args or [])], server_env=SERVER_ENV | (env or {})
         )
         client = await config.start()
         assert isinstance(client, LanguageClient)

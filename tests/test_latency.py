@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
 
 from lsprotocol import types
 
@@ -124,3 +125,20 @@ async def test_a_stream_closed_early_is_followed_by_a_fresh_warm_connection(
         cerebras,
         lambda: sum(r.path.endswith("tcp_warming") for r in cerebras.requests) > warmings,
     )
+
+
+async def test_debug_logs_break_each_request_down(
+    start_spark: StartSpark, cerebras: CerebrasTestServer, tmp_path: Path
+) -> None:
+    log_file = tmp_path / "server.log"
+    cerebras.config.queue_replies("range(10):")
+    client = await start_spark(
+        cerebras_options(cerebras, logLevel="debug"), args=["--log-file", str(log_file)]
+    )
+    uri = open_document(client, "for i in \n")
+    await inline(client, uri, 0, 9)
+    await client.shutdown_session()
+    logged = log_file.read_text()
+    assert "completion: context" in logged
+    assert "first token" in logged and "tokens/s" in logged
+    assert "post-processing" in logged

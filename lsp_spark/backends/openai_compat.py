@@ -61,6 +61,7 @@ class OpenAICompatibleBackend(Backend):
         self._client = httpx.AsyncClient(
             base_url=base_url.rstrip("/"),
             headers=headers,
+            http2=True,
             timeout=httpx.Timeout(timeout, connect=min(timeout, 3.0)),
         )
 
