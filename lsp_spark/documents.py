@@ -218,6 +218,22 @@ class Document:
         bi = bisect_right(self._row_at, row) - 1
         return self._blocks[bi].lines[row - self._row_at[bi]].rstrip("\r\n")
 
+    def lines(self, start: int, stop: int) -> list[str]:
+        """Rows [start, stop) without terminators, sliced block by block (no per-row lookup)."""
+        start, stop = max(start, 0), min(stop, self._row_at[-1])
+        found: list[str] = []
+        if start >= stop:
+            return found
+        bi = bisect_right(self._row_at, start) - 1
+        while start < stop:
+            first = self._row_at[bi]
+            block = self._blocks[bi].lines
+            chunk = block[start - first : min(stop - first, len(block))]
+            found.extend(line.rstrip("\r\n") for line in chunk)
+            start += len(chunk)
+            bi += 1
+        return found
+
     def offset_at(self, line: int, character: int, encoding: PositionEncoding) -> int:
         """Code point offset of an LSP position, clamped the way editors expect.
 
@@ -270,6 +286,18 @@ class Document:
             return b""
         bi = bisect_right(self._byte_at, byte_offset) - 1
         return self._blocks[bi].utf8[byte_offset - self._byte_at[bi] :]
+
+    def utf8_between(self, start: int, end: int) -> bytes:
+        """Source bytes ``[start, end)``, read from the blocks without joining the document."""
+        chunks = []
+        position = start
+        while position < end:
+            chunk = self.read_utf8(position, (0, 0))
+            if not chunk:
+                break
+            chunks.append(chunk[: end - position])
+            position += len(chunks[-1])
+        return b"".join(chunks)
 
     def apply_change(
         self,

@@ -99,6 +99,9 @@ class CompletionEngine:
         self.cache = SuggestionCache()
         self.debounce = AdaptiveDebounce()
         self._prefetches: dict[str, tuple[asyncio.Task[None], asyncio.Event]] = {}
+        self._inflight: dict[str, tuple[asyncio.Task[Suggestion | None], LineState]] = {}
+        """Per document, the upstream request running now and the state it was asked for."""
+        self._tickets: dict[str, int] = {}
         self._idle_timer: asyncio.TimerHandle | None = None
         self._last_rewarm = 0.0
         self._paused_until = 0.0
@@ -160,13 +163,16 @@ class CompletionEngine:
 
     def recall(self, document: Document, row: int, column: int) -> Suggestion | None:
         """Answer from memory, before any task, debounce or context work."""
+        return self._recall(line_state(document, row, column))
+
+    def _recall(self, state: LineState) -> Suggestion | None:
         backend = self._backend
         if backend is None or not self.settings.enable or not self.settings.cache:
             return None
-        found = self.cache.recall(line_state(document, row, column))
+        found = self.cache.recall(state)
         if found is None:
             return None
-        self.jobs.cancel(document.uri)
+        self.jobs.cancel(state.uri)
         self.stats.requests += 1
         self.stats.cache_hits += 1
         self.stats.type_through_hits += found.origin == "typed"
@@ -180,16 +186,36 @@ class CompletionEngine:
         """Start a request; it supersedes any earlier one still running for this document."""
         self.stats.requests += 1
         self._cancel_prefetch(document.uri)
-        return self.jobs.submit(
+        task = self.jobs.submit(
             document.uri,
             self._suggest(document, row, column),
             supersede=self.settings.supersede,
         )
+        self._inflight[document.uri] = (task, line_state(document, row, column))
+        return task
 
     async def suggest(self, document: Document, row: int, column: int) -> Suggestion | None:
-        remembered = self.recall(document, row, column)
+        """From memory if possible; else ride on a request already in flight that this
+        keystroke merely extends; else ask upstream, superseding what is in flight."""
+        state = line_state(document, row, column)
+        remembered = self._recall(state)
         if remembered is not None:
             return remembered
+        ticket = self._tickets[document.uri] = self._tickets.get(document.uri, 0) + 1
+        pending = self._inflight.get(document.uri)
+        if (
+            pending is not None
+            and not pending[0].done()
+            and self.settings.cache
+            and self.settings.supersede
+            and pending[1].extended_by(state)
+        ):
+            await asyncio.wait({pending[0]})
+            if self._tickets.get(document.uri) != ticket:
+                return None
+            remembered = self._recall(state)
+            if remembered is not None:
+                return remembered
         return await outcome(self.submit(document, row, column))
 
     def keystroke(self) -> None:
@@ -209,6 +235,8 @@ class CompletionEngine:
 
     def forget(self, uri: str) -> None:
         self.jobs.cancel(uri)
+        self._inflight.pop(uri, None)
+        self._tickets.pop(uri, None)
         self._cancel_prefetch(uri)
         self.cache.forget(uri)
 

@@ -25,7 +25,8 @@ NEARBY_ROWS = 3
 class Outline:
     """A document's imports and definitions as of its last refresh (possibly stale)."""
 
-    imports: tuple[str, ...] = ()
+    imports: tuple[tuple[int, str], ...] = ()
+    """Each import statement's first row and text."""
     definitions: tuple[outline.Definition, ...] = ()
     signatures: dict[str, str] = field(default_factory=dict)
     """Each defined name's signature (the first definition wins), for lookups per request."""
@@ -106,7 +107,10 @@ class Workspace:
         for definition in definitions:
             signatures.setdefault(definition.name, definition.signature)
         self.outlines[uri] = Outline(
-            imports=tuple(text for _, _, text in outline.imports(syntax)),
+            imports=tuple(
+                (syntax.document.point_at(syntax.document.offset_at_byte(start))[0], text)
+                for start, _, text in outline.imports(syntax)
+            ),
             definitions=definitions,
             signatures=signatures,
         )

@@ -62,3 +62,12 @@ def test_brace_languages_too() -> None:
     cursor = len(b"function f() {\n  ")
     assert boundaries.added_errors(syntax, cursor, "return 1;") == 0
     assert boundaries.added_errors(syntax, cursor, "return g(;") > 0
+
+
+def test_huge_statements_are_checked_in_place(monkeypatch) -> None:
+    monkeypatch.setattr(boundaries, "STANDALONE_LIMIT", 0)
+    text = "def f():\n    \n\nbroken = (\n"
+    syntax = tree_of(text)
+    cursor = len(b"def f():\n    ")
+    assert boundaries.added_errors(syntax, cursor, "return 1") == 0
+    assert boundaries.added_errors(syntax, cursor, "return (1") > 0

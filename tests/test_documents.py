@@ -539,3 +539,14 @@ def test_byte_edits_drive_incremental_tree_sitter(
             assert node_ranges(tree) == node_ranges(fresh)
             from_callback = PARSER.parse(doc.read_utf8)
             assert node_ranges(from_callback) == node_ranges(fresh)
+
+
+def test_lines_slices_rows_across_blocks_without_terminators() -> None:
+    text = "".join(f"row {n}\r\n" for n in range(400))
+    document = DocumentStore().open("file:///rows.txt", "plaintext", 1, text)
+    assert document.lines(0, 3) == ["row 0", "row 1", "row 2"]
+    assert document.lines(126, 131) == [f"row {n}" for n in range(126, 131)]
+    assert document.lines(398, 1000) == ["row 398", "row 399", ""]
+    assert document.lines(-5, 1) == ["row 0"]
+    assert document.lines(5, 5) == []
+    assert document.lines(0, 401) == [document.line(n) for n in range(401)]

@@ -142,3 +142,49 @@ async def test_debug_logs_break_each_request_down(
     assert "completion: context" in logged
     assert "first token" in logged and "tokens/s" in logged
     assert "post-processing" in logged
+
+
+async def test_a_keystroke_that_extends_a_request_in_flight_rides_on_it(
+    start_spark: StartSpark, cerebras: CerebrasTestServer
+) -> None:
+    cerebras.config.ttft = 0.3
+    cerebras.config.queue_replies("range(10):")
+    client = await start_spark(cerebras_options(cerebras))
+    uri = open_document(client, "for i in \n")
+    first = asyncio.ensure_future(inline(client, uri, 0, 9))
+    assert await eventually(cerebras, lambda: len(cerebras.completion_requests) == 1)
+    type_text(client, uri, 2, 0, 9, "r")
+    second = await inline(client, uri, 0, 10)
+    assert texts(second) == ["ange(10):"]
+    assert texts(await first) == ["range(10):"]
+    assert len(cerebras.completion_requests) == 1
+    assert not cerebras.completion_requests[0].client_hung_up
+
+
+async def test_a_keystroke_the_suggestion_did_not_foresee_asks_again(
+    start_spark: StartSpark, cerebras: CerebrasTestServer
+) -> None:
+    cerebras.config.ttft = 0.3
+    cerebras.config.queue_replies("range(10):", "tems:")
+    client = await start_spark(cerebras_options(cerebras))
+    uri = open_document(client, "for i in \n")
+    first = asyncio.ensure_future(inline(client, uri, 0, 9))
+    assert await eventually(cerebras, lambda: len(cerebras.completion_requests) == 1)
+    type_text(client, uri, 2, 0, 9, "i")
+    assert texts(await inline(client, uri, 0, 10)) == ["tems:"]
+    assert texts(await first) == ["range(10):"]
+    assert len(cerebras.completion_requests) == 2
+
+
+async def test_moving_elsewhere_supersedes_the_request_in_flight(
+    start_spark: StartSpark, cerebras: CerebrasTestServer
+) -> None:
+    cerebras.config.ttft = 0.3
+    cerebras.config.queue_replies("range(10):", "pass")
+    client = await start_spark(cerebras_options(cerebras))
+    uri = open_document(client, "for i in \nx = \n")
+    first = asyncio.ensure_future(inline(client, uri, 0, 9))
+    assert await eventually(cerebras, lambda: len(cerebras.completion_requests) == 1)
+    assert texts(await inline(client, uri, 1, 4)) == ["pass"]
+    assert (await first).items == ()
+    assert cerebras.completion_requests[0].client_hung_up

@@ -20,8 +20,11 @@ class CursorWindow:
     """The document rows the window covers."""
 
 
+CHUNK_ROWS = 32
+
+
 def cursor_window(
-    line: Callable[[int], str],
+    lines: Callable[[int, int], list[str]],
     line_count: int,
     row: int,
     column: int,
@@ -33,20 +36,24 @@ def cursor_window(
 ) -> CursorWindow:
     """Whole lines before and after the cursor within the budget.
 
-    Reads only the lines it keeps, so the cost does not grow with the file. The two
-    callables move the window's edges to syntax boundaries (statement starts and ends)
-    so the model never sees half a statement at the top or bottom.
+    Reads rows in small chunks and only as far as the budget reaches, so the cost does
+    not grow with the file. The two callables move the window's edges to syntax
+    boundaries (statement starts and ends) so the model never sees half a statement.
     """
-    current = line(row)
-    line_prefix, line_suffix = current[:column], current[column:]
+    current = lines(row, row + 1)
+    current_line = current[0] if current else ""
+    line_prefix, line_suffix = current_line[:column], current_line[column:]
     before: list[str] = []
     budget = prefix_chars - len(line_prefix)
-    while row - len(before) > 0 and budget > 0:
-        text = line(row - len(before) - 1)
-        budget -= len(text) + 1
-        if budget < 0:
-            break
-        before.append(text)
+    top = row
+    while top > 0 and budget > 0:
+        chunk = lines(max(0, top - CHUNK_ROWS), top)
+        for text in reversed(chunk):
+            budget -= len(text) + 1
+            if budget < 0:
+                break
+            before.append(text)
+        top -= len(chunk)
     first = row - len(before)
     if first > 0:
         first = min(first_row_at_or_after(first), row)
@@ -54,12 +61,15 @@ def cursor_window(
     before.reverse()
     after: list[str] = []
     budget = suffix_chars - len(line_suffix)
-    while row + len(after) + 1 < line_count and budget > 0:
-        text = line(row + len(after) + 1)
-        budget -= len(text) + 1
-        if budget < 0:
-            break
-        after.append(text)
+    bottom = row + 1
+    while bottom < line_count and budget > 0:
+        chunk = lines(bottom, bottom + CHUNK_ROWS)
+        for text in chunk:
+            budget -= len(text) + 1
+            if budget < 0:
+                break
+            after.append(text)
+        bottom += len(chunk)
     last = row + len(after)
     if last + 1 < line_count:
         last = max(last_row_at_or_before(last), row)

@@ -67,7 +67,7 @@ def build_context(
             "last_row_at_or_before": partial(boundaries.statement_end_at_or_before, syntax),
         }
     window = cursor_window(
-        document.line,
+        document.lines,
         document.line_count,
         row,
         column,
@@ -97,8 +97,7 @@ def build_context(
         multiline=mode is Mode.BLOCK,
         max_lines=options.max_lines,
         language=document.language_id,
-        indent_unit=options.indent_unit
-        or detect_indent_unit((window.prefix + window.suffix).split("\n")),
+        indent_unit=options.indent_unit or detect_indent_unit(_near_cursor(window)),
         new_errors=(
             partial(boundaries.added_errors, syntax, cursor_byte) if syntax is not None else None
         ),
@@ -109,6 +108,16 @@ def build_context(
         related=_render(snippets, document.language_id),
         cursor=cursor,
         sources=tuple(dict.fromkeys(snippet.source for snippet in snippets)),
+    )
+
+
+INDENT_SAMPLE_CHARS = 2000
+
+
+def _near_cursor(window: CursorWindow) -> list[str]:
+    """Lines around the cursor: enough to tell the indentation, cheap to scan."""
+    return (window.prefix[-INDENT_SAMPLE_CHARS:] + window.suffix[: INDENT_SAMPLE_CHARS // 2]).split(
+        "\n"
     )
 
 
@@ -133,7 +142,7 @@ def _related(
             )
         )
     if "imports" in options.sources:
-        proposals.append(lambda: src.file_imports(outlines.get(document.uri), text, origin))
+        proposals.append(lambda: src.file_imports(outlines.get(document.uri), window.rows, origin))
     if options.sources & {"definitions", "open_files"}:
         names = src.identifiers_near(window.prefix, window.line_suffix)
         proposals.append(

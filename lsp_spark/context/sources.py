@@ -44,10 +44,11 @@ def scope_headers(scopes: Iterable[Scope], prefix: str, origin: str) -> list[Sni
     ]
 
 
-def file_imports(outline: Outline | None, window: str, origin: str) -> list[Snippet]:
+def file_imports(outline: Outline | None, window_rows: range, origin: str) -> list[Snippet]:
+    """The file's imports that the cursor window does not show."""
     if outline is None:
         return []
-    missing = [text for text in outline.imports if text not in window]
+    missing = [text for row, text in outline.imports if row not in window_rows]
     return [Snippet("imports", origin, "\n".join(missing))] if missing else []
 
 

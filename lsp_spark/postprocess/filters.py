@@ -662,9 +662,15 @@ def prefer_parsable(text: str, context: CursorContext) -> str:
     Dropping trailing lines (or, in one line, cutting where the brackets balance) fixes
     most half-finished endings; with no such version there is nothing to suggest, unless
     the document is already broken at the cursor and the counts cannot be trusted.
+    A single line that leaves its brackets balanced is taken as it is: the parse (the
+    costliest step after the model) rarely finds anything there.
     """
     count = context.new_errors
-    if count is None or not text.strip() or count(_inserted(text, context)) <= 0:
+    if count is None or not text.strip():
+        return text
+    if "\n" not in text and _depth_of(text, context) == 0:
+        return text
+    if count(_inserted(text, context)) <= 0:
         return text
     for candidate in _shorter(text, context)[: MAX_PARSE_CHECKS - 1]:
         if count(_inserted(candidate, context)) <= 0:

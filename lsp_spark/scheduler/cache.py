@@ -29,6 +29,17 @@ class LineState:
     line_suffix: str
     previous_line: str
 
+    def extended_by(self, later: LineState) -> bool:
+        """Whether `later` is this state with more characters typed at the cursor."""
+        return (
+            later.uri == self.uri
+            and later.row == self.row
+            and later.line_suffix == self.line_suffix
+            and later.previous_line == self.previous_line
+            and len(later.line_prefix) > len(self.line_prefix)
+            and later.line_prefix.startswith(self.line_prefix)
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class Remembered:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from tree_sitter import Node, Parser, Tree
 
 from lsp_spark.documents import PositionEncoding
+from lsp_spark.syntax.outline import error_count
 from lsp_spark.syntax.trees import SyntaxTree
 
 SEARCH_ROWS = 40
@@ -113,14 +114,29 @@ def parses_near(syntax: SyntaxTree, byte_offset: int) -> bool:
     return _errors_around(syntax.tree, byte_offset, byte_offset) == 0
 
 
-def added_errors(syntax: SyntaxTree, byte_offset: int, text: str) -> int:
-    """How many syntax errors inserting `text` at the cursor adds near it.
+STANDALONE_LIMIT = 4096
+"""Top-level statements up to this size are checked on their own: two small parses beat
+one incremental parse of the whole file, which tree-sitter-python makes nearly full."""
 
-    Parses incrementally from a copy of the document's tree with the text spliced in
-    through the read callback, so the document is neither copied nor re-read whole.
-    """
-    tree = syntax.tree
+
+def added_errors(syntax: SyntaxTree, byte_offset: int, text: str) -> int:
+    """How many syntax errors inserting `text` at the cursor adds near it."""
     inserted = text.encode()
+    root = syntax.tree.root_node
+    top = _top_level_at(root, max(byte_offset - 1, 0)) or _top_level_at(root, byte_offset)
+    if top is not None and top.end_byte - top.start_byte <= STANDALONE_LIMIT:
+        source = syntax.document.utf8_between(top.start_byte, top.end_byte)
+        cut = byte_offset - top.start_byte
+        parser = Parser(syntax.language)
+        before = error_count(parser.parse(source))
+        return error_count(parser.parse(source[:cut] + inserted + source[cut:])) - before
+    return _added_errors_in_place(syntax, byte_offset, inserted)
+
+
+def _added_errors_in_place(syntax: SyntaxTree, byte_offset: int, inserted: bytes) -> int:
+    """The same check for a huge statement: parse incrementally from a copy of the tree
+    with the text spliced in through the read callback, so nothing is copied whole."""
+    tree = syntax.tree
     size = len(inserted)
     document = syntax.document
     start = document.point_at(document.offset_at_byte(byte_offset))

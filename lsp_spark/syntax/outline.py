@@ -183,7 +183,7 @@ def _find_imports(syntax: SyntaxTree, tree: Tree) -> list[tuple[int, int, str]]:
     for node in sorted(nodes, key=lambda node: (node.start_byte, -node.end_byte)):
         if found and node.end_byte <= found[-1][1]:
             continue  # inside an import already listed
-        source = _read(syntax.document, node.start_byte, node.end_byte).rstrip()
+        source = syntax.document.utf8_between(node.start_byte, node.end_byte).rstrip()
         found.append((node.start_byte, node.start_byte + len(source), _decode(source)))
     return found
 
@@ -205,7 +205,7 @@ def _find_definitions(syntax: SyntaxTree, tree: Tree) -> list[Definition]:
     document = syntax.document
     return [
         Definition(
-            name=_decode(_read(document, name.start_byte, name.end_byte)),
+            name=_decode(document.utf8_between(name.start_byte, name.end_byte)),
             kind=_kind(query, pattern, node),
             signature=_header(document, node, bodies[node.id])
             if node.id in bodies
@@ -262,7 +262,7 @@ def _indented_continuation(document: Document, byte_offset: int) -> tuple[int, i
     the text: the node API's ``first_child_for_byte`` crashes where no child follows.
     """
     start = max(byte_offset - _LOOKBEHIND_BYTES, 0)
-    before = _read(document, start, byte_offset)
+    before = document.utf8_between(start, byte_offset)
     code = before.rstrip()
     gap = before[len(code) :]
     newline = gap.rfind(b"\n")
@@ -274,7 +274,7 @@ def _indented_continuation(document: Document, byte_offset: int) -> tuple[int, i
 def _open_at_end(document: Document, node: Node, region: Region) -> bool:
     """Whether the cursor right at the node's end is still inside it."""
     if region == "comment":
-        tail = _read(document, max(node.end_byte - 4, node.start_byte), node.end_byte)
+        tail = document.utf8_between(max(node.end_byte - 4, node.start_byte), node.end_byte)
         return not tail.endswith(b"\n") and not tail.endswith(_BLOCK_COMMENT_ENDS)
     if region == "string":
         # Unterminated: its closing quote MISSING, or (error recovery) a bare piece of string
@@ -331,11 +331,11 @@ def _header(document: Document, scope: Node, body: Node | None) -> str:
         opening_end = token.end_byte
     if opening_end == body.start_byte:
         return header
-    return f"{header} {_decode(_read(document, body.start_byte, opening_end))}"
+    return f"{header} {_decode(document.utf8_between(body.start_byte, opening_end))}"
 
 
 def _signature(document: Document, node: Node, end: int, *, first_line_only: bool = False) -> str:
-    source = _read(document, node.start_byte, min(end, node.start_byte + _MAX_READ_BYTES))
+    source = document.utf8_between(node.start_byte, min(end, node.start_byte + _MAX_READ_BYTES))
     if first_line_only:
         source = source.partition(b"\n")[0]
     return _normalise(source, node.start_point.column)
@@ -359,19 +359,6 @@ def _normalise(source: bytes, column: int) -> str:
 def _dedent(line: str, column: int) -> str:
     indent = len(line) - len(line.lstrip())
     return line[min(indent, column) :]
-
-
-def _read(document: Document, start: int, end: int) -> bytes:
-    """Source bytes ``[start, end)``, read from the document's blocks."""
-    chunks = []
-    position = start
-    while position < end:
-        chunk = document.read_utf8(position, (0, 0))
-        if not chunk:
-            break
-        chunks.append(chunk[: end - position])
-        position += len(chunks[-1])
-    return b"".join(chunks)
 
 
 def _decode(source: bytes) -> str:

@@ -1,0 +1,1066 @@
+"""Keystroke replay: how fast ghost text appears while someone types, and what it costs upstream.
+
+Run: `python benchmarks/replay.py [--quick]` (prints a table, writes
+benchmarks/results/replay.json). Speed is the product, so this measures it the way a user
+meets it: a seeded typist types real code (a few functions of standard-library modules of the
+running interpreter) into the real server over stdio, one `didChange` and one
+`textDocument/inlineCompletion` per keystroke, never cancelling the previous request (as
+Neovim 0.12 does), and accepts a suggestion when it is exactly what comes next. The backend is
+the loopback Cerebras-compatible test server, whose "model" answers with the file's real
+continuation, so suggestions are right and the acceptance path is exercised.
+
+Runs, each trace with a fresh server process and a fresh test server:
+  overhead   zero-delay backend, debounce 0: what the server adds around an upstream call;
+  realistic  TTFT 0.1 s and 1,000 tokens/s, the server's default settings;
+  baseline   as realistic with cache, prefetch and supersession off, to show what each saves.
+Overhead sessions run one at a time; realistic and baseline sessions run side by side (the
+two modes of a trace see the same machine load), which is what keeps the default run near
+five minutes. Nothing here asserts on time: the numbers are printed next to their targets.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import asyncio
+import concurrent.futures
+import importlib.util
+import json
+import math
+import os
+import random
+import statistics
+import sys
+import sysconfig
+import tempfile
+import time
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from lsprotocol import types  # noqa: E402
+from pygls.lsp.client import LanguageClient  # noqa: E402
+
+from lsp_spark.demo import _change, _drain  # noqa: E402
+from lsp_spark.prompts.chat import HOLE  # noqa: E402
+from lsp_spark.testing.cerebras_server import CerebrasTestServer, RecordedRequest  # noqa: E402
+
+RESULTS = ROOT / "benchmarks" / "results" / "replay.json"
+API_KEY = "replay-benchmark-key"
+SEED = 2025
+MODULES = ("textwrap", "shlex", "json.decoder", "heapq")
+TRACE_CHARS = 1500
+TRACE_SLACK = (0.8, 1.25)
+"""A trace is whole consecutive functions, between these fractions of the wanted length."""
+
+MEAN_GAP = 0.120
+GAP_SPREAD = 0.35
+"""Sigma of the log-normal inter-key gap: most gaps fall between 70 and 200 ms."""
+PAUSE = (0.4, 1.2)
+PAUSE_AFTER = {"\n": 0.5, ":": 0.35, "(": 0.35}
+"""Chance of a thinking pause after each of these characters."""
+TYPO_RATE = 0.03
+NOTICE = (0.2, 0.45)
+"""Seconds before a typo is noticed and deleted."""
+QWERTY_ROWS = ("qwertyuiop", "asdfghjkl", "zxcvbnm")
+REACTION = 0.150
+MIN_ACCEPTED = 4
+
+WARM_WAIT = 1.0
+"""The server warms its upstream connection in the background after `initialized`."""
+REQUEST_TIMEOUT = 10.0
+SHUTDOWN_TIMEOUT = 5.0
+RUN_MARGIN = 60.0
+"""Seconds a session may take beyond its typing budget before it is killed."""
+ROUND_TRIPS = 20
+ORACLE_MATCH_CHARS = 200
+DOCUMENT_TAIL = 160
+PROMPT_TAIL = 80
+"""Characters before the cursor that tie an upstream request to the keystroke it served."""
+SWITCH_INTERVAL = 0.001
+"""The test servers run on threads of this process; a shorter GIL switch interval keeps a
+busy thread from delaying the client's timestamps by up to the default 5 ms."""
+
+
+@dataclass(frozen=True, slots=True)
+class Mode:
+    name: str
+    options: dict[str, Any]
+    ttft: float
+    tokens_per_second: float | None
+
+
+OVERHEAD = Mode("overhead", {"debounceMs": 0}, 0.0, None)
+REALISTIC = Mode("realistic", {}, 0.1, 1000.0)
+BASELINE = Mode("baseline", {"cache": False, "prefetch": False, "supersede": False}, 0.1, 1000.0)
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """How much of each trace a run types: all of it, or a keystroke count and a time limit."""
+
+    modules: tuple[str, ...]
+    chars: int
+    overhead_keys: int
+    typing_seconds: float
+
+
+FULL = Budget(MODULES, TRACE_CHARS, 220, 200.0)
+QUICK = Budget(MODULES[:2], 500, 60, 40.0)
+
+
+@dataclass(frozen=True, slots=True)
+class Trace:
+    """A region of a real file, typed into a document that holds the text before it."""
+
+    module: str
+    path: Path
+    source: str
+    start: int
+    end: int
+
+    @property
+    def before(self) -> str:
+        return self.source[: self.start]
+
+    @property
+    def region(self) -> str:
+        return self.source[self.start : self.end]
+
+
+@dataclass(frozen=True, slots=True)
+class Stroke:
+    """The typist's plan at one offset of the region, drawn once so every mode types alike."""
+
+    gap: float
+    typo: str | None
+    notice: float
+
+
+@dataclass(slots=True)
+class Event:
+    """One inline completion request, sent after an edit, and what came back for it."""
+
+    kind: str
+    """The edit before it: "key", "typo", "fix" (the backspace) or "accept" (Tab)."""
+    version: int
+    position: int | None
+    """Region offset the document reached; None while it holds a typo."""
+    tail: str
+    sent: float
+    arrived: float | None = None
+    text: str = ""
+    shown: bool = False
+    """Non-empty and the document unchanged when it arrived: the editor would show it."""
+    error: str | None = None
+    upstream: RecordedRequest | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Offer:
+    event: Event
+    item: types.InlineCompletionItem
+    text: str
+    at: float
+
+
+@dataclass
+class Session:
+    """Everything one server process produced for one trace in one mode."""
+
+    trace: Trace
+    mode: Mode
+    events: list[Event] = field(default_factory=list)
+    records: list[RecordedRequest] = field(default_factory=list)
+    typing_started: float = 0.0
+    typing_seconds: float = 0.0
+    position: int = 0
+    keys: int = 0
+    accepted: list[int] = field(default_factory=list)
+    commands: int = 0
+    command_errors: list[str] = field(default_factory=list)
+    truncated: bool = False
+    probe: Event | None = None
+    connections: int = 0
+    warmed: bool = False
+    stats: dict[str, Any] = field(default_factory=dict)
+    round_trips_ms: list[float] = field(default_factory=list)
+    rss_start_mib: float | None = None
+    rss_end_mib: float | None = None
+    messages: list[str] = field(default_factory=list)
+    failure: str | None = None
+
+
+def module_path(name: str) -> Path:
+    """A pure-Python standard-library source file: code nobody on this project wrote."""
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+        raise SystemExit(f"replay: {name} has no Python source in this interpreter")
+    path = Path(spec.origin).resolve()
+    if not path.is_relative_to(Path(sysconfig.get_paths()["stdlib"]).resolve()):
+        raise SystemExit(f"replay: {name} is not from the standard library")
+    return path
+
+
+def line_start(source: str, offset: int) -> int:
+    return source.rfind("\n", 0, offset) + 1
+
+
+def function_runs(tree: ast.Module) -> list[list[ast.FunctionDef]]:
+    """Functions that follow each other in one body (the module's or a class's)."""
+    bodies = [tree.body] + [node.body for node in tree.body if isinstance(node, ast.ClassDef)]
+    return [[node for node in body if isinstance(node, ast.FunctionDef)] for body in bodies]
+
+
+def pick_trace(module: str, chars: int, rng: random.Random) -> Trace:
+    """Whole consecutive functions of about `chars` characters, chosen with the seed."""
+    path = module_path(module)
+    source = path.read_text(encoding="utf-8")
+    offsets = [0]
+    for line in source.splitlines(keepends=True):
+        offsets.append(offsets[-1] + len(line))
+    spans: list[tuple[int, int]] = []
+    for run in function_runs(ast.parse(source)):
+        for first, node in enumerate(run):
+            lineno = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            start = offsets[lineno - 1]
+            for last in run[first:]:
+                spans.append((start, offsets[last.end_lineno or last.lineno]))
+    low, high = (chars * fraction for fraction in TRACE_SLACK)
+    fitting = [span for span in spans if low <= span[1] - span[0] <= high]
+    start, end = (
+        rng.choice(fitting)
+        if fitting
+        else min(spans, key=lambda span: abs(span[1] - span[0] - chars))
+    )
+    return Trace(module, path, source, line_start(source, start), end)
+
+
+def plan_strokes(region: str, rng: random.Random) -> list[Stroke]:
+    """Gaps (log-normal, mean ~120 ms, with pauses after line ends, `:` and `(`) and typos."""
+    mu = math.log(MEAN_GAP) - GAP_SPREAD**2 / 2
+    strokes: list[Stroke] = []
+    for index, character in enumerate(region):
+        gap = rng.lognormvariate(mu, GAP_SPREAD)
+        previous = region[index - 1] if index else "\n"
+        if rng.random() < PAUSE_AFTER.get(previous, 0.0):
+            gap = rng.uniform(*PAUSE)
+        typo = None
+        if character.isalnum() and character.isascii() and rng.random() < TYPO_RATE:
+            typo = neighbour(character.lower(), rng)
+        strokes.append(Stroke(gap, typo, rng.uniform(*NOTICE)))
+    return strokes
+
+
+def neighbour(character: str, rng: random.Random) -> str:
+    """A key next to the intended one, the usual slip."""
+    for row in QWERTY_ROWS:
+        if (column := row.find(character)) >= 0:
+            near = row[max(column - 1, 0) : column] + row[column + 1 : column + 2]
+            return rng.choice(near)
+    return rng.choice(QWERTY_ROWS[1])
+
+
+def key_text(region: str, position: int) -> str:
+    """What one key adds: a character, or Enter with the next line's indentation, as an
+    editor's auto-indent types it (nobody presses the space bar eight times)."""
+    if region[position] != "\n":
+        return region[position]
+    rest = region[position + 1 :]
+    return "\n" + rest[: len(rest) - len(rest.lstrip(" \t"))].split("\n", 1)[0]
+
+
+def utf16_length(text: str) -> int:
+    return len(text.encode("utf-16-le")) // 2
+
+
+class Oracle:
+    """The test server's model: it answers with what really follows in the traced file."""
+
+    def __init__(self, trace: Trace) -> None:
+        self.trace = trace
+
+    def reply(self, body: dict[str, Any]) -> str:
+        before = body["messages"][-1]["content"].split(HOLE, 1)[0][-ORACLE_MATCH_CHARS:]
+        source = self.trace.source
+        found = source.find(before, max(self.trace.start - len(before), 0)) if before else -1
+        if found < 0:
+            return ""
+        at = found + len(before)
+        lines = source[at:].split("\n")
+        if "\n" in (body.get("stop") or []):
+            return lines[0]
+        return "\n".join(lines[: 1 + at % 3])
+
+
+class Typist:
+    """Types a trace on schedule, never waiting for answers, and accepts right suggestions."""
+
+    def __init__(
+        self,
+        client: LanguageClient,
+        uri: str,
+        session: Session,
+        strokes: list[Stroke],
+        max_keys: int | None,
+        deadline: float,
+    ) -> None:
+        self.client = client
+        self.uri = uri
+        self.session = session
+        self.region = session.trace.region
+        self.strokes = strokes
+        self.max_keys = max_keys
+        self.deadline = deadline
+        before = session.trace.before
+        self.line = before.count("\n")
+        self.character = utf16_length(before.rsplit("\n", 1)[-1])
+        self.tail = before[-DOCUMENT_TAIL:]
+        self.version = 1
+        self.position = 0
+        self.typo: str | None = None
+        self.typo_at: int | None = None
+        self.last_action = time.monotonic()
+        self.offer: Offer | None = None
+        self.wake = asyncio.Event()
+        self.pending: list[concurrent.futures.Future[Any]] = []
+
+    async def type_trace(self) -> None:
+        session = self.session
+        while self.position < len(self.region):
+            if time.monotonic() > self.deadline or (
+                self.max_keys is not None and session.keys >= self.max_keys
+            ):
+                session.truncated = True
+                break
+            stroke = self.strokes[self.position]
+            if self.typo is not None:
+                gap, kind = stroke.notice, "fix"
+            elif stroke.typo is not None and self.typo_at != self.position:
+                gap, kind = stroke.gap, "typo"
+            else:
+                gap, kind = stroke.gap, "key"
+            offer = await self._offer_before(self.last_action + gap)
+            if offer is not None:
+                await asyncio.sleep(max(offer.at - time.monotonic(), 0.0))
+                self._accept(offer)
+            else:
+                self._press(kind, stroke)
+        session.position = self.position
+
+    async def _offer_before(self, due: float) -> Offer | None:
+        """Sleep until the next key is due, unless a suggestion worth accepting turns up."""
+        while self.offer is None and (delay := due - time.monotonic()) > 0:
+            self.wake.clear()
+            try:
+                await asyncio.wait_for(self.wake.wait(), delay)
+            except TimeoutError:
+                break
+        return self.offer
+
+    def _press(self, kind: str, stroke: Stroke) -> None:
+        self.session.keys += 1
+        if kind == "typo":
+            self.typo, self.typo_at = stroke.typo, self.position
+            self._insert(stroke.typo or "", None)
+        elif kind == "fix":
+            width = utf16_length(self.typo or "")
+            self.typo = None
+            self.tail = self.tail[:-1]
+            self.character -= width
+            self._edit(self.line, self.character, self.character + width, "")
+            self._request("fix", self.position)
+        else:
+            text = key_text(self.region, self.position)
+            self.position += len(text)
+            self._insert(text, "key")
+
+    def _insert(self, text: str, kind: str | None) -> None:
+        """Type `text` at the cursor (the document's end); kind None marks a typo."""
+        line, character = self.line, self.character
+        self.tail = (self.tail + text)[-DOCUMENT_TAIL:]
+        if "\n" in text:
+            self.line += text.count("\n")
+            self.character = utf16_length(text.rsplit("\n", 1)[-1])
+        else:
+            self.character += utf16_length(text)
+        self._edit(line, character, character, text)
+        self._request(kind or "typo", None if kind is None else self.position)
+
+    def _edit(self, line: int, start: int, end: int, text: str) -> None:
+        self.version += 1
+        self.offer = None
+        self.last_action = time.monotonic()
+        self.client.text_document_did_change(
+            _change(self.uri, self.version, line, start, end, text)
+        )
+
+    def _request(self, kind: str, position: int | None) -> None:
+        event = Event(kind, self.version, position, self.tail, time.monotonic())
+        self.session.events.append(event)
+        future = self.client.protocol.send_request(
+            types.TEXT_DOCUMENT_INLINE_COMPLETION,
+            types.InlineCompletionParams(
+                text_document=types.TextDocumentIdentifier(self.uri),
+                position=types.Position(self.line, self.character),
+                context=types.InlineCompletionContext(
+                    trigger_kind=types.InlineCompletionTriggerKind.Automatic
+                ),
+            ),
+        )
+        self.pending.append(future)
+        # Called synchronously where pygls reads the response, so `arrived` is not delayed
+        # by a turn of the event loop.
+        future.add_done_callback(partial(self._answered, event))
+
+    def _answered(self, event: Event, future: concurrent.futures.Future[Any]) -> None:
+        event.arrived = time.monotonic()
+        if future.cancelled() or future.exception() is not None:
+            event.error = "cancelled" if future.cancelled() else repr(future.exception())
+            return
+        item = first_item(future.result())
+        if item is None:
+            return
+        text = item.insert_text if isinstance(item.insert_text, str) else item.insert_text.value
+        event.text = text
+        event.shown = bool(text) and event.version == self.version
+        if event.shown and self.offer is None and self._acceptable(event, item, text):
+            self.offer = Offer(event, item, text, event.arrived + REACTION)
+            self.wake.set()
+
+    def _acceptable(self, event: Event, item: types.InlineCompletionItem, text: str) -> bool:
+        """Exactly the next characters (partial matches are not accepted), inserted at the
+        cursor rather than replacing anything."""
+        cursor = types.Position(self.line, self.character)
+        return (
+            event.position is not None
+            and len(text) >= MIN_ACCEPTED
+            and self.region.startswith(text, event.position)
+            and (item.range is None or item.range.start == item.range.end == cursor)
+        )
+
+    def _accept(self, offer: Offer) -> None:
+        """Tab, as VS Code does it: one edit inserting the whole text, then the item's command."""
+        self.session.accepted.append(len(offer.text))
+        self.position += len(offer.text)
+        command = offer.item.command
+        line, character = self.line, self.character
+        self.tail = (self.tail + offer.text)[-DOCUMENT_TAIL:]
+        self.line += offer.text.count("\n")
+        last = offer.text.rsplit("\n", 1)[-1]
+        self.character = utf16_length(last) + (0 if "\n" in offer.text else character)
+        self._edit(line, character, character, offer.text)
+        if command is not None:
+            self.session.commands += 1
+            future = self.client.protocol.send_request(
+                types.WORKSPACE_EXECUTE_COMMAND,
+                types.ExecuteCommandParams(command=command.command, arguments=command.arguments),
+            )
+            self.pending.append(future)
+            future.add_done_callback(self._command_done)
+        self._request("accept", self.position)
+
+    def _command_done(self, future: concurrent.futures.Future[Any]) -> None:
+        if future.cancelled() or future.exception() is not None:
+            self.session.command_errors.append(
+                "cancelled" if future.cancelled() else repr(future.exception())
+            )
+
+    async def settle(self, timeout: float) -> None:
+        """Wait (bounded) for the answers still on their way."""
+        deadline = time.monotonic() + timeout
+        while any(not future.done() for future in self.pending) and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+
+
+def first_item(result: Any) -> types.InlineCompletionItem | None:
+    items = result.items if isinstance(result, types.InlineCompletionList) else result
+    return items[0] if items else None
+
+
+def plain(value: Any) -> Any:
+    """pygls hands untyped results back as named tuples; JSON wants dicts."""
+    if hasattr(value, "_asdict"):
+        return {key: plain(item) for key, item in value._asdict().items()}
+    if isinstance(value, dict):
+        return {key: plain(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(item) for item in value]
+    return value
+
+
+def resident_mib(pid: int) -> float | None:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    for line in status.splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return None
+
+
+def clean_environment(config_home: str) -> dict[str, str]:
+    """No lsp-spark or Cerebras setting of the caller's, so only initializationOptions count."""
+    environment = {
+        name: value
+        for name, value in os.environ.items()
+        if not name.startswith(("CEREBRAS_", "LSP_SPARK_"))
+    }
+    environment["XDG_CONFIG_HOME"] = config_home
+    return environment
+
+
+def inline_params(uri: str, line: int, character: int) -> types.InlineCompletionParams:
+    return types.InlineCompletionParams(
+        text_document=types.TextDocumentIdentifier(uri),
+        position=types.Position(line, character),
+        context=types.InlineCompletionContext(
+            trigger_kind=types.InlineCompletionTriggerKind.Automatic
+        ),
+    )
+
+
+async def round_trips(client: LanguageClient, session: Session) -> None:
+    """The protocol's own cost, both ends in Python: `lspSpark/stats` does next to nothing."""
+    for _ in range(ROUND_TRIPS):
+        sent = time.monotonic()
+        await asyncio.wait_for(
+            client.protocol.send_request_async("lspSpark/stats", None), REQUEST_TIMEOUT
+        )
+        session.round_trips_ms.append(ms(time.monotonic(), sent))
+
+
+async def first_request(client: LanguageClient, session: Session, folder: Path) -> None:
+    """Time the server's first completion, in a document of its own so it seeds no cache."""
+    uri = (folder / f"probe_{session.trace.path.name}").as_uri()
+    before = session.trace.before
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(types.TextDocumentItem(uri, "python", 1, before))
+    )
+    line = before.count("\n")
+    character = utf16_length(before.rsplit("\n", 1)[-1])
+    probe = session.probe = Event("probe", 1, None, before[-DOCUMENT_TAIL:], time.monotonic())
+    request = client.protocol.send_request_async(
+        types.TEXT_DOCUMENT_INLINE_COMPLETION, inline_params(uri, line, character)
+    )
+    try:
+        item = first_item(await asyncio.wait_for(request, REQUEST_TIMEOUT))
+        probe.arrived = time.monotonic()
+        text = item.insert_text if item is not None else ""
+        probe.text = text if isinstance(text, str) else text.value
+    except (TimeoutError, RuntimeError) as error:
+        probe.error = repr(error)
+    client.text_document_did_close(
+        types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri))
+    )
+
+
+async def run_session(
+    trace: Trace, mode: Mode, budget: Budget, environment: dict[str, str], max_keys: int | None
+) -> Session:
+    """One server process and one test server for one trace; both always stopped."""
+    session = Session(trace, mode)
+    upstream = CerebrasTestServer(
+        ttft=mode.ttft,
+        tokens_per_second=mode.tokens_per_second,
+        reply_fn=Oracle(trace).reply,
+        api_key=API_KEY,
+    )
+    # start/stop block until the server thread answers: keep them off the shared event loop.
+    await asyncio.to_thread(upstream.start)
+    try:
+        options = {"backend": "cerebras", "apiKey": API_KEY, "baseUrl": upstream.base_url}
+        await asyncio.wait_for(
+            drive(session, {**options, **mode.options}, budget, environment, max_keys),
+            budget.typing_seconds + RUN_MARGIN,
+        )
+    except Exception as error:
+        session.failure = f"{type(error).__name__}: {error}"
+    finally:
+        await asyncio.to_thread(upstream.stop)
+        session.records = upstream.completion_requests
+        warming = [r for r in upstream.requests if "tcp_warming" in r.path]
+        first = session.records[0] if session.records else None
+        session.warmed = (
+            bool(warming)
+            and first is not None
+            and any(r.connection_id == first.connection_id for r in warming)
+        )
+        session.connections = upstream.connections_accepted
+    return session
+
+
+async def drive(
+    session: Session,
+    options: dict[str, Any],
+    budget: Budget,
+    environment: dict[str, str],
+    max_keys: int | None,
+) -> None:
+    client = LanguageClient("lsp-spark-replay", "1")
+
+    @client.feature(types.WINDOW_SHOW_MESSAGE)
+    def show_message(params: types.ShowMessageParams) -> None:
+        session.messages.append(params.message)
+
+    await client.start_io(sys.executable, "-m", "lsp_spark", "serve", env=environment)
+    stderr: list[bytes] = []
+    drain = asyncio.create_task(_drain(client, stderr))
+    process = client._server
+    assert process is not None
+    try:
+        await asyncio.wait_for(
+            client.initialize_async(
+                types.InitializeParams(
+                    capabilities=types.ClientCapabilities(
+                        general=types.GeneralClientCapabilities(
+                            position_encodings=[types.PositionEncodingKind.Utf16]
+                        ),
+                        text_document=types.TextDocumentClientCapabilities(
+                            inline_completion=types.InlineCompletionClientCapabilities()
+                        ),
+                    ),
+                    process_id=os.getpid(),
+                    initialization_options=options,
+                )
+            ),
+            REQUEST_TIMEOUT,
+        )
+        client.initialized(types.InitializedParams())
+        await asyncio.sleep(WARM_WAIT)
+        session.rss_start_mib = resident_mib(process.pid)
+        folder = Path(environment["XDG_CONFIG_HOME"])
+        await first_request(client, session, folder)
+        await round_trips(client, session)
+        uri = (folder / session.trace.path.name).as_uri()
+        client.text_document_did_open(
+            types.DidOpenTextDocumentParams(
+                types.TextDocumentItem(uri, "python", 1, session.trace.before)
+            )
+        )
+        strokes = plan_strokes(session.trace.region, random.Random(f"{SEED}:{uri}"))
+        session.typing_started = time.monotonic()
+        typist = Typist(
+            client, uri, session, strokes, max_keys, session.typing_started + budget.typing_seconds
+        )
+        await typist.type_trace()
+        session.typing_seconds = time.monotonic() - session.typing_started
+        await typist.settle(REQUEST_TIMEOUT)
+        stats = client.protocol.send_request_async("lspSpark/stats", None)
+        session.stats = plain(await asyncio.wait_for(stats, REQUEST_TIMEOUT))
+        session.rss_end_mib = resident_mib(process.pid)
+        await asyncio.wait_for(client.shutdown_async(None), SHUTDOWN_TIMEOUT)
+        client.exit(None)
+        await asyncio.wait_for(process.wait(), SHUTDOWN_TIMEOUT)
+    except BaseException:
+        if stderr:
+            session.messages.append(
+                "server stderr: " + b"".join(stderr[-5:]).decode(errors="replace")
+            )
+        raise
+    finally:
+        drain.cancel()
+        if process.returncode is None:
+            process.kill()
+        await client.stop()
+
+
+def prompt_tail(record: RecordedRequest) -> str:
+    body = record.body if isinstance(record.body, dict) else {}
+    messages = body.get("messages") or [{}]
+    return str(messages[-1].get("content", "")).split(HOLE, 1)[0][-PROMPT_TAIL:]
+
+
+def match_upstream(events: list[Event], records: list[RecordedRequest]) -> list[RecordedRequest]:
+    """Tie each request to the upstream call that served it: the last one received between
+    the request being sent and answered whose prompt ends with that document's text (a
+    prefetch for the state an accept produces has the same prompt, but starts first).
+    Returns the calls that served no request: speculative ones, such as prefetches."""
+    received = [record.received_at for record in records]
+    tails = [prompt_tail(record) for record in records]
+    taken: set[int] = set()
+    for event in events:
+        end = event.arrived if event.arrived is not None else event.sent + REQUEST_TIMEOUT
+        low, high = bisect_left(received, event.sent), bisect_right(received, end)
+        for index in range(high - 1, low - 1, -1):
+            if index not in taken and tails[index] and event.tail.endswith(tails[index]):
+                event.upstream = records[index]
+                taken.add(index)
+                break
+    return [record for index, record in enumerate(records) if index not in taken]
+
+
+def due(record: RecordedRequest, mode: Mode, index: int) -> float:
+    """When the test server sends token `index`: it paces from the request's arrival."""
+    gap = 1 / mode.tokens_per_second if mode.tokens_per_second else 0.0
+    return record.received_at + mode.ttft + index * gap
+
+
+def sent_after(record: RecordedRequest, mode: Mode, moment: float) -> int:
+    return sum(1 for index in range(record.tokens_sent) if due(record, mode, index) > moment)
+
+
+def analyse(session: Session) -> dict[str, Any]:
+    """Raw samples and counts of one session; sessions of a mode are added together."""
+    events = session.events
+    records = [r for r in session.records if r.received_at >= session.typing_started]
+    speculative = match_upstream(events, records)
+    speculative_ids = {id(record) for record in speculative}
+    sends = [event.sent for event in events]
+    answered = [e for e in events if e.arrived is not None and e.error is None]
+    served = [e for e in answered if e.upstream is not None and e.text]
+    after_supersession: list[int] = []
+    after_next_key: list[int] = []
+    late: list[dict[str, Any]] = []
+    for record in records:
+        index = bisect_right(sends, record.received_at)
+        if index == len(sends):
+            continue
+        wasted = sent_after(record, session.mode, sends[index])
+        after_next_key.append(wasted)
+        if record.client_hung_up:
+            after_supersession.append(wasted)
+        if record.client_hung_up and wasted > 1:
+            late.append(
+                {
+                    "trace": session.trace.module,
+                    "speculative": id(record) in speculative_ids,
+                    "tokensSent": record.tokens_sent,
+                    "tokensAfterNextRequest": wasted,
+                    "closedMsAfterNextRequest": round(ms(record.hung_up_at, sends[index]), 1),
+                }
+            )
+    probe = session.probe
+    probe_records = [r for r in session.records if r.received_at < session.typing_started]
+    accepting = bool(session.accepted)
+    no_upstream = sum(1 for e in answered if e.upstream is None)
+    return {
+        "sessions": 1,
+        "keys": session.keys,
+        "requests": len(events),
+        "answered": len(answered),
+        "timeouts": sum(1 for e in events if e.arrived is None),
+        "errors": [e.error for e in events if e.error is not None],
+        "chars": session.position,
+        "typingSeconds": session.typing_seconds,
+        "shownMs": [ms(e.arrived, e.sent) for e in answered if e.shown],
+        "staleSuggestions": sum(1 for e in answered if e.text and not e.shown),
+        "upstreamServedMs": [ms(e.arrived, e.sent) for e in served],
+        "overheadMs": [overhead_ms(e) for e in served],
+        "beforeUpstreamMs": [ms(e.upstream.received_at, e.sent) for e in served if e.upstream],
+        "afterUpstreamMs": [ms(e.arrived, e.upstream.completed_at) for e in served if e.upstream],
+        "noUpstream": no_upstream,
+        "fromMemory": sum(1 for e in answered if e.upstream is None and e.text),
+        "acceptingAnswered": len(answered) if accepting else 0,
+        "acceptingNoUpstream": no_upstream if accepting else 0,
+        "upstreamRequests": len(records),
+        "speculativeRequests": len(speculative),
+        "upstreamTokens": sum(r.tokens_sent for r in records),
+        "hungUp": sum(1 for r in records if r.client_hung_up),
+        "afterSupersession": after_supersession,
+        "afterNextKey": after_next_key,
+        "lateStreams": late,
+        "roundTripMs": session.round_trips_ms,
+        "connections": session.connections,
+        "acceptances": len(session.accepted),
+        "acceptedChars": sum(session.accepted),
+        "commands": session.commands,
+        "commandErrors": session.command_errors,
+        "firstMs": [ms(probe.arrived, probe.sent)] if probe and probe.arrived else [],
+        "firstOverheadMs": [
+            ms(probe.arrived, probe.sent)
+            - ms(probe_records[0].completed_at, probe_records[0].received_at)
+        ]
+        if probe and probe.arrived and probe_records and probe_records[0].completed_at
+        else [],
+        "firstWarmed": int(session.warmed),
+        "rssStartMiB": [session.rss_start_mib] if session.rss_start_mib else [],
+        "rssEndMiB": [session.rss_end_mib] if session.rss_end_mib else [],
+        "truncated": int(session.truncated),
+        **{
+            f"server.{key}": value
+            for key, value in session.stats.items()
+            if isinstance(value, int) and not isinstance(value, bool)
+        },
+    }
+
+
+def ms(end: float | None, start: float | None) -> float:
+    return ((end or 0.0) - (start or 0.0)) * 1000
+
+
+def overhead_ms(event: Event) -> float:
+    """End-to-end latency minus the time the backend spent answering."""
+    record = event.upstream
+    assert record is not None and record.completed_at is not None
+    return ms(event.arrived, event.sent) - ms(record.completed_at, record.received_at)
+
+
+def combine(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    total: dict[str, Any] = {}
+    for part in parts:
+        for key, value in part.items():
+            total[key] = total[key] + value if key in total else value
+    return total
+
+
+def percentile(samples: list[float], fraction: float) -> float | None:
+    if len(samples) < 2:
+        return samples[0] if samples else None
+    return statistics.quantiles(samples, n=100, method="inclusive")[round(fraction * 100) - 1]
+
+
+def share(part: int, whole: int) -> float | None:
+    return part / whole if whole else None
+
+
+def summarise(raw: dict[str, Any]) -> dict[str, Any]:
+    chars = raw["chars"] or 1
+    supersession = raw["afterSupersession"]
+    return {
+        "overheadP50Ms": percentile(raw["overheadMs"], 0.5),
+        "overheadP95Ms": percentile(raw["overheadMs"], 0.95),
+        "overheadSamples": len(raw["overheadMs"]),
+        "overheadBeforeP50Ms": percentile(raw["beforeUpstreamMs"], 0.5),
+        "overheadAfterP50Ms": percentile(raw["afterUpstreamMs"], 0.5),
+        "overheadRoundTripP50Ms": percentile(raw["roundTripMs"], 0.5),
+        "ghostP50Ms": percentile(raw["shownMs"], 0.5),
+        "ghostP95Ms": percentile(raw["shownMs"], 0.95),
+        "ghostShownShare": share(len(raw["shownMs"]), raw["requests"]),
+        "upstreamServedP50Ms": percentile(raw["upstreamServedMs"], 0.5),
+        "noUpstreamShare": share(raw["noUpstream"], raw["answered"]),
+        "noUpstreamShareAccepting": share(raw["acceptingNoUpstream"], raw["acceptingAnswered"]),
+        "fromMemoryShare": share(raw["fromMemory"], raw["answered"]),
+        "upstreamRequestsPer100": raw["upstreamRequests"] * 100 / chars,
+        "upstreamTokensPer100": raw["upstreamTokens"] * 100 / chars,
+        "speculativeRequests": raw["speculativeRequests"],
+        "hungUp": raw["hungUp"],
+        "tokensAfterSupersession": sum(supersession),
+        "hungUpPastInFlight": sum(1 for tokens in supersession if tokens > 1),
+        "maxAfterSupersession": max(supersession, default=0),
+        "lateStreams": raw["lateStreams"],
+        "tokensAfterNextKey": sum(raw["afterNextKey"]),
+        "connectionsPer100Upstream": share(raw["connections"] * 100, raw["upstreamRequests"]),
+        "acceptances": raw["acceptances"],
+        "acceptedShare": share(raw["acceptedChars"], raw["chars"]),
+        "commands": raw["commands"],
+        "commandErrors": len(raw["commandErrors"]),
+        "firstRequestMs": statistics.median(raw["firstMs"]) if raw["firstMs"] else None,
+        "firstOverheadMs": statistics.median(raw["firstOverheadMs"])
+        if raw["firstOverheadMs"]
+        else None,
+        "firstWarmed": f"{raw['firstWarmed']}/{raw['sessions']}",
+        "rssStartMiB": max(raw["rssStartMiB"], default=None),
+        "rssEndMiB": max(raw["rssEndMiB"], default=None),
+        "keys": raw["keys"],
+        "requests": raw["requests"],
+        "chars": raw["chars"],
+        "timeouts": raw["timeouts"],
+        "errors": len(raw["errors"]),
+        "truncated": raw["truncated"],
+        **{key: value for key, value in raw.items() if key.startswith("server.")},
+    }
+
+
+Row = tuple[str, str, str, Callable[[Any], bool] | None]
+ROWS: list[Row] = [
+    ("server overhead p50 (ms)", "overheadP50Ms", "≤ 2", lambda v: v <= 2),
+    ("server overhead p95 (ms)", "overheadP95Ms", "≤ 4", lambda v: v <= 4),
+    ("  samples (upstream-served keystrokes)", "overheadSamples", "", None),
+    ("  request sent → upstream call p50 (ms)", "overheadBeforeP50Ms", "", None),
+    ("  upstream done → answer received p50", "overheadAfterP50Ms", "", None),
+    ("  JSON-RPC round trip, no work, p50 (ms)", "overheadRoundTripP50Ms", "", None),
+    ("keystroke → ghost text p50 (ms)", "ghostP50Ms", "", None),
+    ("keystroke → ghost text p95 (ms)", "ghostP95Ms", "", None),
+    ("  keystrokes that showed ghost text", "ghostShownShare", "", None),
+    ("  upstream-served suggestion p50 (ms)", "upstreamServedP50Ms", "", None),
+    ("answered with no upstream call", "noUpstreamShare", "", None),
+    ("  same, traces with acceptances", "noUpstreamShareAccepting", "≥ 40%", lambda v: v >= 0.4),
+    ("  answered from memory (non-empty)", "fromMemoryShare", "", None),
+    ("upstream requests / 100 chars", "upstreamRequestsPer100", "", None),
+    ("upstream tokens / 100 chars", "upstreamTokensPer100", "", None),
+    ("  speculative requests (no keystroke)", "speculativeRequests", "", None),
+    ("streams closed by the server", "hungUp", "", None),
+    ("tokens after cancel/supersession", "tokensAfterSupersession", "", None),
+    ("  closed streams past the chunk in flight", "hungUpPastInFlight", "0", lambda v: v == 0),
+    ("tokens streamed after the next keystroke", "tokensAfterNextKey", "", None),
+    ("TCP connections / 100 upstream requests", "connectionsPer100Upstream", "", None),
+    ("acceptances", "acceptances", "", None),
+    ("  share of code accepted", "acceptedShare", "", None),
+    ("  accept commands sent / failed", "commands", "", None),
+    ("first request, 1 s after start (ms)", "firstRequestMs", "", None),
+    ("  its overhead (ms)", "firstOverheadMs", "", None),
+    ("  used the warmed connection", "firstWarmed", "", None),
+    ("RSS after initialize + 1 s (MiB)", "rssStartMiB", "≤ 70", lambda v: v <= 70),
+    ("RSS after the run (MiB)", "rssEndMiB", "≤ 70", lambda v: v <= 70),
+    ("server: cache / type-through / prefetch hits", "server.cacheHits", "", None),
+    ("server: prefetches / superseded / early stops", "server.prefetches", "", None),
+    ("server: accepts reported", "server.accepted", "", None),
+    ("keystrokes / requests / chars", "keys", "", None),
+    ("timeouts / errors / truncated sessions", "timeouts", "", None),
+]
+SHARES = {
+    "ghostShownShare",
+    "noUpstreamShare",
+    "noUpstreamShareAccepting",
+    "fromMemoryShare",
+    "acceptedShare",
+}
+JOINED = {
+    "commands": ("commands", "commandErrors"),
+    "keys": ("keys", "requests", "chars"),
+    "timeouts": ("timeouts", "errors", "truncated"),
+    "server.cacheHits": ("server.cacheHits", "server.typeThroughHits", "server.prefetchHits"),
+    "server.prefetches": ("server.prefetches", "server.superseded", "server.earlyStops"),
+}
+
+
+def shown(summary: dict[str, Any], key: str) -> str:
+    if key in JOINED:
+        return " / ".join(str(summary.get(part, "–")) for part in JOINED[key])
+    value = summary.get(key)
+    if value is None:
+        return "–"
+    if key in SHARES:
+        return f"{value:.0%}"
+    if isinstance(value, float):
+        return f"{value:.1f}" if abs(value) < 100 else f"{value:.0f}"
+    return str(value)
+
+
+def table(overhead: dict[str, Any], realistic: dict[str, Any], baseline: dict[str, Any]) -> str:
+    """Overhead rows come from the overhead run; every other row compares the two modes."""
+    lines = [f"{'':44} {'realistic':>10} {'baseline':>10}  {'target':<7} met"]
+    for label, key, target, check in ROWS:
+        first = overhead if key.startswith("overhead") else realistic
+        second = "" if key.startswith("overhead") else shown(baseline, key)
+        value = first.get(key)
+        met = "" if check is None or value is None else ("yes" if check(value) else "NO")
+        lines.append(f"{label:44} {shown(first, key):>10} {second:>10}  {target:<7} {met}")
+    return "\n".join(lines)
+
+
+async def bounded(limit: asyncio.Semaphore, job: Coroutine[Any, Any, Session]) -> Session:
+    async with limit:
+        return await job
+
+
+async def benchmark(budget: Budget, parallel: int) -> dict[str, Any]:
+    rng = random.Random(SEED)
+    traces = [pick_trace(module, budget.chars, rng) for module in budget.modules]
+    for trace in traces:
+        row = trace.source.count("\n", 0, trace.start) + 1
+        print(f"trace {trace.module}: {len(trace.region)} chars from line {row}", flush=True)
+    with tempfile.TemporaryDirectory(prefix="lsp-spark-replay-") as config_home:
+        environment = clean_environment(config_home)
+        sessions: dict[str, list[Session]] = {OVERHEAD.name: []}
+        for trace in traces:
+            session = await run_session(trace, OVERHEAD, budget, environment, budget.overhead_keys)
+            sessions[OVERHEAD.name].append(session)
+            report_session(session)
+        limit = asyncio.Semaphore(parallel)
+        paired = await asyncio.gather(
+            *(
+                bounded(limit, run_session(trace, mode, budget, environment, None))
+                for trace in traces
+                for mode in (REALISTIC, BASELINE)
+            )
+        )
+    for session in paired:
+        sessions.setdefault(session.mode.name, []).append(session)
+        report_session(session)
+    return {
+        name: {
+            "summary": summarise(combine([analyse(s) for s in group])),
+            "options": group[0].mode.options,
+            "sessions": [describe(s) for s in group],
+        }
+        for name, group in sessions.items()
+    }
+
+
+def report_session(session: Session) -> None:
+    state = f"failed: {session.failure}" if session.failure else "done"
+    print(
+        f"  {session.mode.name:9} {session.trace.module:13} {session.keys:4} keys, "
+        f"{len(session.accepted):3} accepted, {session.typing_seconds:5.1f} s typing, {state}",
+        flush=True,
+    )
+
+
+def describe(session: Session) -> dict[str, Any]:
+    trace = session.trace
+    return {
+        "module": trace.module,
+        "path": str(trace.path),
+        "startLine": trace.source.count("\n", 0, trace.start) + 1,
+        "traceChars": len(trace.region),
+        "charsReached": session.position,
+        "keys": session.keys,
+        "acceptances": len(session.accepted),
+        "typingSeconds": round(session.typing_seconds, 2),
+        "truncated": session.truncated,
+        "failure": session.failure,
+        "messages": session.messages,
+        "rssStartMiB": session.rss_start_mib,
+        "rssEndMiB": session.rss_end_mib,
+        "connections": session.connections,
+        "serverStats": session.stats,
+    }
+
+
+def notes(results: dict[str, Any]) -> list[str]:
+    """Rejected settings and failures, said plainly rather than failing the run."""
+    found: list[str] = []
+    for name, result in results.items():
+        for session in result["sessions"]:
+            for message in dict.fromkeys(session["messages"]):
+                found.append(f"{name}/{session['module']}: server said: {message}")
+            if session["failure"]:
+                found.append(f"{name}/{session['module']}: {session['failure']}")
+    return list(dict.fromkeys(found))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--quick", action="store_true", help="two short traces, about a minute")
+    parser.add_argument(
+        "--parallel",
+        type=int,
+        default=None,
+        help="realistic/baseline sessions at once (default: all; overhead runs alone)",
+    )
+    arguments = parser.parse_args()
+    budget = QUICK if arguments.quick else FULL
+    sys.setswitchinterval(SWITCH_INTERVAL)
+    started = time.perf_counter()
+    results = asyncio.run(benchmark(budget, arguments.parallel or 2 * len(budget.modules)))
+    elapsed = time.perf_counter() - started
+    summaries = {name: result["summary"] for name, result in results.items()}
+    print()
+    print(table(summaries[OVERHEAD.name], summaries[REALISTIC.name], summaries[BASELINE.name]))
+    for note in notes(results):
+        print(f"note: {note}")
+    print(f"\n{elapsed:.0f} s in all")
+    report = {
+        "python": sys.version.split()[0],
+        "quick": arguments.quick,
+        "seed": SEED,
+        "seconds": round(elapsed, 1),
+        "notes": notes(results),
+        "runs": results,
+    }
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(report, indent=2, default=str) + "\n", encoding="utf-8")
+    print(f"wrote {RESULTS.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
