@@ -13,9 +13,9 @@ Runs, each trace with a fresh server process and a fresh test server:
   overhead   zero-delay backend, debounce 0: what the server adds around an upstream call;
   realistic  TTFT 0.1 s and 1,000 tokens/s, the server's default settings;
   baseline   as realistic with cache, prefetch and supersession off, to show what each saves.
-Overhead sessions run one at a time; realistic and baseline sessions run side by side (the
-two modes of a trace see the same machine load), which is what keeps the default run near
-five minutes. Nothing here asserts on time: the numbers are printed next to their targets.
+Sessions run one at a time: on a small machine a second server starting up (a second of CPU)
+would be charged to whichever session is typing. Nothing here asserts on time; the numbers
+are printed next to their targets.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ import sysconfig
 import tempfile
 import time
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -55,7 +55,6 @@ RESULTS = ROOT / "benchmarks" / "results" / "replay.json"
 API_KEY = "replay-benchmark-key"
 SEED = 2025
 MODULES = ("textwrap", "shlex", "json.decoder", "heapq")
-TRACE_CHARS = 1500
 TRACE_SLACK = (0.8, 1.25)
 """A trace is whole consecutive functions, between these fractions of the wanted length."""
 
@@ -77,15 +76,15 @@ WARM_WAIT = 1.0
 REQUEST_TIMEOUT = 10.0
 SHUTDOWN_TIMEOUT = 5.0
 RUN_MARGIN = 60.0
-"""Seconds a session may take beyond its typing budget before it is killed."""
+"""Seconds a session may take beyond its typing limit before it is abandoned."""
 ROUND_TRIPS = 20
 ORACLE_MATCH_CHARS = 200
 DOCUMENT_TAIL = 160
 PROMPT_TAIL = 80
 """Characters before the cursor that tie an upstream request to the keystroke it served."""
 SWITCH_INTERVAL = 0.001
-"""The test servers run on threads of this process; a shorter GIL switch interval keeps a
-busy thread from delaying the client's timestamps by up to the default 5 ms."""
+"""The test server runs on a thread of this process; a shorter GIL switch interval keeps it
+from delaying the client's timestamps by up to the default 5 ms."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,20 +98,20 @@ class Mode:
 OVERHEAD = Mode("overhead", {"debounceMs": 0}, 0.0, None)
 REALISTIC = Mode("realistic", {}, 0.1, 1000.0)
 BASELINE = Mode("baseline", {"cache": False, "prefetch": False, "supersede": False}, 0.1, 1000.0)
+MODES = (OVERHEAD, REALISTIC, BASELINE)
 
 
 @dataclass(frozen=True, slots=True)
-class Budget:
-    """How much of each trace a run types: all of it, or a keystroke count and a time limit."""
+class Scale:
+    """Which modules are traced, about how long each trace is, and a limit per session."""
 
     modules: tuple[str, ...]
     chars: int
-    overhead_keys: int
     typing_seconds: float
 
 
-FULL = Budget(MODULES, TRACE_CHARS, 220, 200.0)
-QUICK = Budget(MODULES[:2], 500, 60, 40.0)
+FULL = Scale(MODULES, 1500, 200.0)
+QUICK = Scale(MODULES[:2], 500, 40.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +132,10 @@ class Trace:
     def region(self) -> str:
         return self.source[self.start : self.end]
 
+    @property
+    def first_line(self) -> int:
+        return self.source.count("\n", 0, self.start) + 1
+
 
 @dataclass(frozen=True, slots=True)
 class Stroke:
@@ -148,7 +151,7 @@ class Event:
     """One inline completion request, sent after an edit, and what came back for it."""
 
     kind: str
-    """The edit before it: "key", "typo", "fix" (the backspace) or "accept" (Tab)."""
+    """The edit before it: "key", "typo", "fix" (the backspace), "accept" (Tab) or "probe"."""
     version: int
     position: int | None
     """Region offset the document reached; None while it holds a typo."""
@@ -164,7 +167,8 @@ class Event:
 
 @dataclass(frozen=True, slots=True)
 class Offer:
-    event: Event
+    """A suggestion the typist has decided to accept, once the reaction time has passed."""
+
     item: types.InlineCompletionItem
     text: str
     at: float
@@ -178,6 +182,8 @@ class Session:
     mode: Mode
     events: list[Event] = field(default_factory=list)
     records: list[RecordedRequest] = field(default_factory=list)
+    probe: Event | None = None
+    round_trips_ms: list[float] = field(default_factory=list)
     typing_started: float = 0.0
     typing_seconds: float = 0.0
     position: int = 0
@@ -186,15 +192,14 @@ class Session:
     commands: int = 0
     command_errors: list[str] = field(default_factory=list)
     truncated: bool = False
-    probe: Event | None = None
     connections: int = 0
     warmed: bool = False
     stats: dict[str, Any] = field(default_factory=dict)
-    round_trips_ms: list[float] = field(default_factory=list)
     rss_start_mib: float | None = None
     rss_end_mib: float | None = None
     messages: list[str] = field(default_factory=list)
     failure: str | None = None
+    stderr_tail: str = ""
 
 
 def module_path(name: str) -> Path:
@@ -206,10 +211,6 @@ def module_path(name: str) -> Path:
     if not path.is_relative_to(Path(sysconfig.get_paths()["stdlib"]).resolve()):
         raise SystemExit(f"replay: {name} is not from the standard library")
     return path
-
-
-def line_start(source: str, offset: int) -> int:
-    return source.rfind("\n", 0, offset) + 1
 
 
 def function_runs(tree: ast.Module) -> list[list[ast.FunctionDef]]:
@@ -228,10 +229,8 @@ def pick_trace(module: str, chars: int, rng: random.Random) -> Trace:
     spans: list[tuple[int, int]] = []
     for run in function_runs(ast.parse(source)):
         for first, node in enumerate(run):
-            lineno = min([node.lineno, *(d.lineno for d in node.decorator_list)])
-            start = offsets[lineno - 1]
-            for last in run[first:]:
-                spans.append((start, offsets[last.end_lineno or last.lineno]))
+            start = offsets[min([node.lineno, *(d.lineno for d in node.decorator_list)]) - 1]
+            spans += [(start, offsets[last.end_lineno or last.lineno]) for last in run[first:]]
     low, high = (chars * fraction for fraction in TRACE_SLACK)
     fitting = [span for span in spans if low <= span[1] - span[0] <= high]
     start, end = (
@@ -239,7 +238,7 @@ def pick_trace(module: str, chars: int, rng: random.Random) -> Trace:
         if fitting
         else min(spans, key=lambda span: abs(span[1] - span[0] - chars))
     )
-    return Trace(module, path, source, line_start(source, start), end)
+    return Trace(module, path, source, start, end)
 
 
 def plan_strokes(region: str, rng: random.Random) -> list[Stroke]:
@@ -252,7 +251,7 @@ def plan_strokes(region: str, rng: random.Random) -> list[Stroke]:
         if rng.random() < PAUSE_AFTER.get(previous, 0.0):
             gap = rng.uniform(*PAUSE)
         typo = None
-        if character.isalnum() and character.isascii() and rng.random() < TYPO_RATE:
+        if character.isascii() and character.isalnum() and rng.random() < TYPO_RATE:
             typo = neighbour(character.lower(), rng)
         strokes.append(Stroke(gap, typo, rng.uniform(*NOTICE)))
     return strokes
@@ -262,8 +261,7 @@ def neighbour(character: str, rng: random.Random) -> str:
     """A key next to the intended one, the usual slip."""
     for row in QWERTY_ROWS:
         if (column := row.find(character)) >= 0:
-            near = row[max(column - 1, 0) : column] + row[column + 1 : column + 2]
-            return rng.choice(near)
+            return rng.choice(row[max(column - 1, 0) : column] + row[column + 1 : column + 2])
     return rng.choice(QWERTY_ROWS[1])
 
 
@@ -273,11 +271,16 @@ def key_text(region: str, position: int) -> str:
     if region[position] != "\n":
         return region[position]
     rest = region[position + 1 :]
-    return "\n" + rest[: len(rest) - len(rest.lstrip(" \t"))].split("\n", 1)[0]
+    return "\n" + rest[: len(rest) - len(rest.lstrip(" \t"))]
 
 
 def utf16_length(text: str) -> int:
     return len(text.encode("utf-16-le")) // 2
+
+
+def end_position(text: str) -> tuple[int, int]:
+    """LSP line and UTF-16 character just past `text`, taken from the start of a document."""
+    return text.count("\n"), utf16_length(text.rsplit("\n", 1)[-1])
 
 
 class Oracle:
@@ -287,6 +290,8 @@ class Oracle:
         self.trace = trace
 
     def reply(self, body: dict[str, Any]) -> str:
+        """The rest of the line for single-line requests (they stop at a newline); otherwise
+        the rest of the line and one to three more."""
         before = body["messages"][-1]["content"].split(HOLE, 1)[0][-ORACLE_MATCH_CHARS:]
         source = self.trace.source
         found = source.find(before, max(self.trace.start - len(before), 0)) if before else -1
@@ -296,31 +301,21 @@ class Oracle:
         lines = source[at:].split("\n")
         if "\n" in (body.get("stop") or []):
             return lines[0]
-        return "\n".join(lines[: 1 + at % 3])
+        return "\n".join(lines[: 1 + at % 3 + (not lines[0].strip())])
 
 
 class Typist:
     """Types a trace on schedule, never waiting for answers, and accepts right suggestions."""
 
-    def __init__(
-        self,
-        client: LanguageClient,
-        uri: str,
-        session: Session,
-        strokes: list[Stroke],
-        max_keys: int | None,
-        deadline: float,
-    ) -> None:
+    def __init__(self, client: LanguageClient, uri: str, session: Session, deadline: float) -> None:
         self.client = client
         self.uri = uri
         self.session = session
         self.region = session.trace.region
-        self.strokes = strokes
-        self.max_keys = max_keys
+        self.strokes = plan_strokes(self.region, random.Random(f"{SEED}:{session.trace.module}"))
         self.deadline = deadline
         before = session.trace.before
-        self.line = before.count("\n")
-        self.character = utf16_length(before.rsplit("\n", 1)[-1])
+        self.line, self.character = end_position(before)
         self.tail = before[-DOCUMENT_TAIL:]
         self.version = 1
         self.position = 0
@@ -332,12 +327,9 @@ class Typist:
         self.pending: list[concurrent.futures.Future[Any]] = []
 
     async def type_trace(self) -> None:
-        session = self.session
         while self.position < len(self.region):
-            if time.monotonic() > self.deadline or (
-                self.max_keys is not None and session.keys >= self.max_keys
-            ):
-                session.truncated = True
+            if time.monotonic() > self.deadline:
+                self.session.truncated = True
                 break
             stroke = self.strokes[self.position]
             if self.typo is not None:
@@ -352,10 +344,11 @@ class Typist:
                 self._accept(offer)
             else:
                 self._press(kind, stroke)
-        session.position = self.position
+        self.session.position = self.position
 
     async def _offer_before(self, due: float) -> Offer | None:
-        """Sleep until the next key is due, unless a suggestion worth accepting turns up."""
+        """Sleep until the next key is due, unless a suggestion worth accepting turns up: a
+        person who sees exactly what they were about to type stops and takes it."""
         while self.offer is None and (delay := due - time.monotonic()) > 0:
             self.wake.clear()
             try:
@@ -366,32 +359,31 @@ class Typist:
 
     def _press(self, kind: str, stroke: Stroke) -> None:
         self.session.keys += 1
-        if kind == "typo":
-            self.typo, self.typo_at = stroke.typo, self.position
-            self._insert(stroke.typo or "", None)
-        elif kind == "fix":
+        if kind == "fix":
             width = utf16_length(self.typo or "")
             self.typo = None
             self.tail = self.tail[:-1]
             self.character -= width
             self._edit(self.line, self.character, self.character + width, "")
-            self._request("fix", self.position)
+            self._request("fix")
+            return
+        if kind == "typo":
+            self.typo, self.typo_at = stroke.typo, self.position
+            text = stroke.typo or ""
         else:
             text = key_text(self.region, self.position)
             self.position += len(text)
-            self._insert(text, "key")
+        self._insert(text)
+        self._request(kind)
 
-    def _insert(self, text: str, kind: str | None) -> None:
-        """Type `text` at the cursor (the document's end); kind None marks a typo."""
+    def _insert(self, text: str) -> None:
+        """Type at the cursor, which is always at the end of the document."""
         line, character = self.line, self.character
+        lines, last = end_position(text)
+        self.line += lines
+        self.character = last if lines else character + last
         self.tail = (self.tail + text)[-DOCUMENT_TAIL:]
-        if "\n" in text:
-            self.line += text.count("\n")
-            self.character = utf16_length(text.rsplit("\n", 1)[-1])
-        else:
-            self.character += utf16_length(text)
         self._edit(line, character, character, text)
-        self._request(kind or "typo", None if kind is None else self.position)
 
     def _edit(self, line: int, start: int, end: int, text: str) -> None:
         self.version += 1
@@ -401,22 +393,17 @@ class Typist:
             _change(self.uri, self.version, line, start, end, text)
         )
 
-    def _request(self, kind: str, position: int | None) -> None:
+    def _request(self, kind: str) -> None:
+        position = None if self.typo is not None else self.position
         event = Event(kind, self.version, position, self.tail, time.monotonic())
         self.session.events.append(event)
         future = self.client.protocol.send_request(
             types.TEXT_DOCUMENT_INLINE_COMPLETION,
-            types.InlineCompletionParams(
-                text_document=types.TextDocumentIdentifier(self.uri),
-                position=types.Position(self.line, self.character),
-                context=types.InlineCompletionContext(
-                    trigger_kind=types.InlineCompletionTriggerKind.Automatic
-                ),
-            ),
+            inline_params(self.uri, self.line, self.character),
         )
         self.pending.append(future)
-        # Called synchronously where pygls reads the response, so `arrived` is not delayed
-        # by a turn of the event loop.
+        # Run synchronously where pygls reads the response, so `arrived` is not delayed by a
+        # turn of the event loop.
         future.add_done_callback(partial(self._answered, event))
 
     def _answered(self, event: Event, future: concurrent.futures.Future[Any]) -> None:
@@ -427,36 +414,30 @@ class Typist:
         item = first_item(future.result())
         if item is None:
             return
-        text = item.insert_text if isinstance(item.insert_text, str) else item.insert_text.value
-        event.text = text
-        event.shown = bool(text) and event.version == self.version
-        if event.shown and self.offer is None and self._acceptable(event, item, text):
-            self.offer = Offer(event, item, text, event.arrived + REACTION)
+        event.text = item_text(item)
+        event.shown = bool(event.text) and event.version == self.version
+        if event.shown and self.offer is None and self._acceptable(event, item):
+            self.offer = Offer(item, event.text, event.arrived + REACTION)
             self.wake.set()
 
-    def _acceptable(self, event: Event, item: types.InlineCompletionItem, text: str) -> bool:
+    def _acceptable(self, event: Event, item: types.InlineCompletionItem) -> bool:
         """Exactly the next characters (partial matches are not accepted), inserted at the
         cursor rather than replacing anything."""
         cursor = types.Position(self.line, self.character)
         return (
             event.position is not None
-            and len(text) >= MIN_ACCEPTED
-            and self.region.startswith(text, event.position)
+            and len(event.text) >= MIN_ACCEPTED
+            and self.region.startswith(event.text, event.position)
             and (item.range is None or item.range.start == item.range.end == cursor)
         )
 
     def _accept(self, offer: Offer) -> None:
-        """Tab, as VS Code does it: one edit inserting the whole text, then the item's command."""
+        """Tab, as VS Code does it: one edit inserting the whole text, then the item's command
+        (and, the document having changed, the next request)."""
         self.session.accepted.append(len(offer.text))
         self.position += len(offer.text)
-        command = offer.item.command
-        line, character = self.line, self.character
-        self.tail = (self.tail + offer.text)[-DOCUMENT_TAIL:]
-        self.line += offer.text.count("\n")
-        last = offer.text.rsplit("\n", 1)[-1]
-        self.character = utf16_length(last) + (0 if "\n" in offer.text else character)
-        self._edit(line, character, character, offer.text)
-        if command is not None:
+        self._insert(offer.text)
+        if (command := offer.item.command) is not None:
             self.session.commands += 1
             future = self.client.protocol.send_request(
                 types.WORKSPACE_EXECUTE_COMMAND,
@@ -464,7 +445,7 @@ class Typist:
             )
             self.pending.append(future)
             future.add_done_callback(self._command_done)
-        self._request("accept", self.position)
+        self._request("accept")
 
     def _command_done(self, future: concurrent.futures.Future[Any]) -> None:
         if future.cancelled() or future.exception() is not None:
@@ -479,9 +460,24 @@ class Typist:
             await asyncio.sleep(0.01)
 
 
+def inline_params(uri: str, line: int, character: int) -> types.InlineCompletionParams:
+    return types.InlineCompletionParams(
+        text_document=types.TextDocumentIdentifier(uri),
+        position=types.Position(line, character),
+        context=types.InlineCompletionContext(
+            trigger_kind=types.InlineCompletionTriggerKind.Automatic
+        ),
+    )
+
+
 def first_item(result: Any) -> types.InlineCompletionItem | None:
     items = result.items if isinstance(result, types.InlineCompletionList) else result
     return items[0] if items else None
+
+
+def item_text(item: types.InlineCompletionItem) -> str:
+    text = item.insert_text
+    return text if isinstance(text, str) else text.value
 
 
 def plain(value: Any) -> Any:
@@ -517,16 +513,6 @@ def clean_environment(config_home: str) -> dict[str, str]:
     return environment
 
 
-def inline_params(uri: str, line: int, character: int) -> types.InlineCompletionParams:
-    return types.InlineCompletionParams(
-        text_document=types.TextDocumentIdentifier(uri),
-        position=types.Position(line, character),
-        context=types.InlineCompletionContext(
-            trigger_kind=types.InlineCompletionTriggerKind.Automatic
-        ),
-    )
-
-
 async def round_trips(client: LanguageClient, session: Session) -> None:
     """The protocol's own cost, both ends in Python: `lspSpark/stats` does next to nothing."""
     for _ in range(ROUND_TRIPS):
@@ -544,18 +530,15 @@ async def first_request(client: LanguageClient, session: Session, folder: Path) 
     client.text_document_did_open(
         types.DidOpenTextDocumentParams(types.TextDocumentItem(uri, "python", 1, before))
     )
-    line = before.count("\n")
-    character = utf16_length(before.rsplit("\n", 1)[-1])
     probe = session.probe = Event("probe", 1, None, before[-DOCUMENT_TAIL:], time.monotonic())
     request = client.protocol.send_request_async(
-        types.TEXT_DOCUMENT_INLINE_COMPLETION, inline_params(uri, line, character)
+        types.TEXT_DOCUMENT_INLINE_COMPLETION, inline_params(uri, *end_position(before))
     )
     try:
         item = first_item(await asyncio.wait_for(request, REQUEST_TIMEOUT))
         probe.arrived = time.monotonic()
-        text = item.insert_text if item is not None else ""
-        probe.text = text if isinstance(text, str) else text.value
-    except (TimeoutError, RuntimeError) as error:
+        probe.text = item_text(item) if item is not None else ""
+    except Exception as error:
         probe.error = repr(error)
     client.text_document_did_close(
         types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri))
@@ -563,7 +546,7 @@ async def first_request(client: LanguageClient, session: Session, folder: Path) 
 
 
 async def run_session(
-    trace: Trace, mode: Mode, budget: Budget, environment: dict[str, str], max_keys: int | None
+    trace: Trace, mode: Mode, scale: Scale, environment: dict[str, str]
 ) -> Session:
     """One server process and one test server for one trace; both always stopped."""
     session = Session(trace, mode)
@@ -573,37 +556,29 @@ async def run_session(
         reply_fn=Oracle(trace).reply,
         api_key=API_KEY,
     )
-    # start/stop block until the server thread answers: keep them off the shared event loop.
+    # start() and stop() block until the server's thread answers: keep them off the loop.
     await asyncio.to_thread(upstream.start)
     try:
         options = {"backend": "cerebras", "apiKey": API_KEY, "baseUrl": upstream.base_url}
         await asyncio.wait_for(
-            drive(session, {**options, **mode.options}, budget, environment, max_keys),
-            budget.typing_seconds + RUN_MARGIN,
+            drive(session, options | mode.options, scale, environment),
+            scale.typing_seconds + RUN_MARGIN,
         )
     except Exception as error:
         session.failure = f"{type(error).__name__}: {error}"
     finally:
         await asyncio.to_thread(upstream.stop)
         session.records = upstream.completion_requests
-        warming = [r for r in upstream.requests if "tcp_warming" in r.path]
-        first = session.records[0] if session.records else None
-        session.warmed = (
-            bool(warming)
-            and first is not None
-            and any(r.connection_id == first.connection_id for r in warming)
-        )
         session.connections = upstream.connections_accepted
+        warming = {r.connection_id for r in upstream.requests if "tcp_warming" in r.path}
+        session.warmed = bool(session.records) and session.records[0].connection_id in warming
     return session
 
 
 async def drive(
-    session: Session,
-    options: dict[str, Any],
-    budget: Budget,
-    environment: dict[str, str],
-    max_keys: int | None,
+    session: Session, options: dict[str, Any], scale: Scale, environment: dict[str, str]
 ) -> None:
+    """Start the server, probe its first request, replay the trace, read its stats, stop it."""
     client = LanguageClient("lsp-spark-replay", "1")
 
     @client.feature(types.WINDOW_SHOW_MESSAGE)
@@ -645,11 +620,8 @@ async def drive(
                 types.TextDocumentItem(uri, "python", 1, session.trace.before)
             )
         )
-        strokes = plan_strokes(session.trace.region, random.Random(f"{SEED}:{uri}"))
         session.typing_started = time.monotonic()
-        typist = Typist(
-            client, uri, session, strokes, max_keys, session.typing_started + budget.typing_seconds
-        )
+        typist = Typist(client, uri, session, session.typing_started + scale.typing_seconds)
         await typist.type_trace()
         session.typing_seconds = time.monotonic() - session.typing_started
         await typist.settle(REQUEST_TIMEOUT)
@@ -659,13 +631,8 @@ async def drive(
         await asyncio.wait_for(client.shutdown_async(None), SHUTDOWN_TIMEOUT)
         client.exit(None)
         await asyncio.wait_for(process.wait(), SHUTDOWN_TIMEOUT)
-    except BaseException:
-        if stderr:
-            session.messages.append(
-                "server stderr: " + b"".join(stderr[-5:]).decode(errors="replace")
-            )
-        raise
     finally:
+        session.stderr_tail = b"".join(stderr[-5:]).decode(errors="replace")
         drain.cancel()
         if process.returncode is None:
             process.kill()
@@ -697,50 +664,90 @@ def match_upstream(events: list[Event], records: list[RecordedRequest]) -> list[
     return [record for index, record in enumerate(records) if index not in taken]
 
 
-def due(record: RecordedRequest, mode: Mode, index: int) -> float:
-    """When the test server sends token `index`: it paces from the request's arrival."""
-    gap = 1 / mode.tokens_per_second if mode.tokens_per_second else 0.0
-    return record.received_at + mode.ttft + index * gap
-
-
 def sent_after(record: RecordedRequest, mode: Mode, moment: float) -> int:
-    return sum(1 for index in range(record.tokens_sent) if due(record, mode, index) > moment)
+    """Tokens the test server sent after `moment`: it paces them from the request's arrival,
+    token i being due at arrival + TTFT + i / rate."""
+    gap = 1 / mode.tokens_per_second if mode.tokens_per_second else 0.0
+    start = record.received_at + mode.ttft
+    return sum(1 for index in range(record.tokens_sent) if start + index * gap > moment)
+
+
+def ms(end: float | None, start: float | None) -> float:
+    if end is None or start is None:
+        return math.nan
+    return (end - start) * 1000
+
+
+def overhead_ms(event: Event) -> float:
+    """End-to-end latency minus the time the backend spent answering."""
+    record = event.upstream
+    if record is None:
+        return math.nan
+    return ms(event.arrived, event.sent) - ms(record.completed_at, record.received_at)
+
+
+def first_request_ms(session: Session) -> tuple[float, float]:
+    """The probe's end-to-end latency, and its overhead (the probe's own upstream call is the
+    first the test server saw)."""
+    probe = session.probe
+    first = session.records[0] if session.records else None
+    if probe is None or first is None or first.received_at >= session.typing_started:
+        return math.nan, math.nan
+    latency = ms(probe.arrived, probe.sent)
+    return latency, latency - ms(first.completed_at, first.received_at)
+
+
+def cancelled_streams(
+    session: Session, records: list[RecordedRequest]
+) -> list[tuple[RecordedRequest, float]]:
+    """Streams the server closed before they delivered a suggestion, each with the moment the
+    request that superseded it was sent: the one after the request the stream served, or for
+    a speculative stream the first one after it began. (A stream whose request was answered
+    with a suggestion and was closed after that stopped early, done: it is not counted.)
+    Needs the events already matched to their upstream calls."""
+    served = {id(event.upstream): event for event in session.events if event.upstream}
+    sends = [event.sent for event in session.events]
+    cancelled: list[tuple[RecordedRequest, float]] = []
+    for record in records:
+        event = served.get(id(record))
+        if not record.client_hung_up or (event is not None and event.text):
+            continue
+        index = bisect_right(sends, event.sent if event else record.received_at)
+        if index < len(sends):
+            cancelled.append((record, sends[index]))
+    return cancelled
 
 
 def analyse(session: Session) -> dict[str, Any]:
-    """Raw samples and counts of one session; sessions of a mode are added together."""
+    """Raw samples and counts of one session; the sessions of a mode are added together."""
     events = session.events
     records = [r for r in session.records if r.received_at >= session.typing_started]
     speculative = match_upstream(events, records)
-    speculative_ids = {id(record) for record in speculative}
     sends = [event.sent for event in events]
     answered = [e for e in events if e.arrived is not None and e.error is None]
     served = [e for e in answered if e.upstream is not None and e.text]
+    no_upstream = sum(1 for e in answered if e.upstream is None)
+    after_next = [
+        sent_after(record, session.mode, sends[index])
+        for record in records
+        if (index := bisect_right(sends, record.received_at)) < len(sends)
+    ]
     after_supersession: list[int] = []
-    after_next_key: list[int] = []
     late: list[dict[str, Any]] = []
-    for record in records:
-        index = bisect_right(sends, record.received_at)
-        if index == len(sends):
-            continue
-        wasted = sent_after(record, session.mode, sends[index])
-        after_next_key.append(wasted)
-        if record.client_hung_up:
-            after_supersession.append(wasted)
-        if record.client_hung_up and wasted > 1:
+    for record, superseded in cancelled_streams(session, records):
+        tokens = sent_after(record, session.mode, superseded)
+        after_supersession.append(tokens)
+        if tokens > 1:
             late.append(
                 {
                     "trace": session.trace.module,
-                    "speculative": id(record) in speculative_ids,
                     "tokensSent": record.tokens_sent,
-                    "tokensAfterNextRequest": wasted,
-                    "closedMsAfterNextRequest": round(ms(record.hung_up_at, sends[index]), 1),
+                    "tokensAfterSupersession": tokens,
+                    "closedMsAfterSupersession": round(ms(record.hung_up_at, superseded), 1),
                 }
             )
-    probe = session.probe
-    probe_records = [r for r in session.records if r.received_at < session.typing_started]
+    first_ms, first_overhead_ms = first_request_ms(session)
     accepting = bool(session.accepted)
-    no_upstream = sum(1 for e in answered if e.upstream is None)
     return {
         "sessions": 1,
         "keys": session.keys,
@@ -749,41 +756,38 @@ def analyse(session: Session) -> dict[str, Any]:
         "timeouts": sum(1 for e in events if e.arrived is None),
         "errors": [e.error for e in events if e.error is not None],
         "chars": session.position,
-        "typingSeconds": session.typing_seconds,
         "shownMs": [ms(e.arrived, e.sent) for e in answered if e.shown],
-        "staleSuggestions": sum(1 for e in answered if e.text and not e.shown),
+        "stale": sum(1 for e in answered if e.text and not e.shown),
         "upstreamServedMs": [ms(e.arrived, e.sent) for e in served],
         "overheadMs": [overhead_ms(e) for e in served],
         "beforeUpstreamMs": [ms(e.upstream.received_at, e.sent) for e in served if e.upstream],
         "afterUpstreamMs": [ms(e.arrived, e.upstream.completed_at) for e in served if e.upstream],
+        "roundTripMs": session.round_trips_ms,
         "noUpstream": no_upstream,
         "fromMemory": sum(1 for e in answered if e.upstream is None and e.text),
         "acceptingAnswered": len(answered) if accepting else 0,
         "acceptingNoUpstream": no_upstream if accepting else 0,
         "upstreamRequests": len(records),
-        "speculativeRequests": len(speculative),
+        "speculative": len(speculative),
+        "speculativeClosed": sum(1 for r in speculative if r.client_hung_up),
         "upstreamTokens": sum(r.tokens_sent for r in records),
         "hungUp": sum(1 for r in records if r.client_hung_up),
+        "cancelled": len(after_supersession),
         "afterSupersession": after_supersession,
-        "afterNextKey": after_next_key,
+        "afterNextRequest": after_next,
         "lateStreams": late,
-        "roundTripMs": session.round_trips_ms,
         "connections": session.connections,
         "acceptances": len(session.accepted),
         "acceptedChars": sum(session.accepted),
         "commands": session.commands,
         "commandErrors": session.command_errors,
-        "firstMs": [ms(probe.arrived, probe.sent)] if probe and probe.arrived else [],
-        "firstOverheadMs": [
-            ms(probe.arrived, probe.sent)
-            - ms(probe_records[0].completed_at, probe_records[0].received_at)
-        ]
-        if probe and probe.arrived and probe_records and probe_records[0].completed_at
-        else [],
+        "firstMs": [first_ms] if not math.isnan(first_ms) else [],
+        "firstOverheadMs": [first_overhead_ms] if not math.isnan(first_overhead_ms) else [],
         "firstWarmed": int(session.warmed),
         "rssStartMiB": [session.rss_start_mib] if session.rss_start_mib else [],
         "rssEndMiB": [session.rss_end_mib] if session.rss_end_mib else [],
         "truncated": int(session.truncated),
+        "failed": int(session.failure is not None),
         **{
             f"server.{key}": value
             for key, value in session.stats.items()
@@ -792,18 +796,8 @@ def analyse(session: Session) -> dict[str, Any]:
     }
 
 
-def ms(end: float | None, start: float | None) -> float:
-    return ((end or 0.0) - (start or 0.0)) * 1000
-
-
-def overhead_ms(event: Event) -> float:
-    """End-to-end latency minus the time the backend spent answering."""
-    record = event.upstream
-    assert record is not None and record.completed_at is not None
-    return ms(event.arrived, event.sent) - ms(record.completed_at, record.received_at)
-
-
 def combine(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """Add counts and concatenate samples, key by key."""
     total: dict[str, Any] = {}
     for part in parts:
         for key, value in part.items():
@@ -834,28 +828,31 @@ def summarise(raw: dict[str, Any]) -> dict[str, Any]:
         "ghostP50Ms": percentile(raw["shownMs"], 0.5),
         "ghostP95Ms": percentile(raw["shownMs"], 0.95),
         "ghostShownShare": share(len(raw["shownMs"]), raw["requests"]),
+        "staleSuggestions": raw["stale"],
         "upstreamServedP50Ms": percentile(raw["upstreamServedMs"], 0.5),
         "noUpstreamShare": share(raw["noUpstream"], raw["answered"]),
         "noUpstreamShareAccepting": share(raw["acceptingNoUpstream"], raw["acceptingAnswered"]),
         "fromMemoryShare": share(raw["fromMemory"], raw["answered"]),
         "upstreamRequestsPer100": raw["upstreamRequests"] * 100 / chars,
         "upstreamTokensPer100": raw["upstreamTokens"] * 100 / chars,
-        "speculativeRequests": raw["speculativeRequests"],
+        "speculative": raw["speculative"],
+        "speculativeClosed": raw["speculativeClosed"],
         "hungUp": raw["hungUp"],
+        "cancelled": raw["cancelled"],
         "tokensAfterSupersession": sum(supersession),
         "hungUpPastInFlight": sum(1 for tokens in supersession if tokens > 1),
         "maxAfterSupersession": max(supersession, default=0),
+        "tokensAfterNextRequest": sum(raw["afterNextRequest"]),
         "lateStreams": raw["lateStreams"],
-        "tokensAfterNextKey": sum(raw["afterNextKey"]),
         "connectionsPer100Upstream": share(raw["connections"] * 100, raw["upstreamRequests"]),
         "acceptances": raw["acceptances"],
         "acceptedShare": share(raw["acceptedChars"], raw["chars"]),
         "commands": raw["commands"],
         "commandErrors": len(raw["commandErrors"]),
         "firstRequestMs": statistics.median(raw["firstMs"]) if raw["firstMs"] else None,
-        "firstOverheadMs": statistics.median(raw["firstOverheadMs"])
-        if raw["firstOverheadMs"]
-        else None,
+        "firstOverheadMs": (
+            statistics.median(raw["firstOverheadMs"]) if raw["firstOverheadMs"] else None
+        ),
         "firstWarmed": f"{raw['firstWarmed']}/{raw['sessions']}",
         "rssStartMiB": max(raw["rssStartMiB"], default=None),
         "rssEndMiB": max(raw["rssEndMiB"], default=None),
@@ -865,6 +862,7 @@ def summarise(raw: dict[str, Any]) -> dict[str, Any]:
         "timeouts": raw["timeouts"],
         "errors": len(raw["errors"]),
         "truncated": raw["truncated"],
+        "failed": raw["failed"],
         **{key: value for key, value in raw.items() if key.startswith("server.")},
     }
 
@@ -879,32 +877,33 @@ ROWS: list[Row] = [
     ("  JSON-RPC round trip, no work, p50 (ms)", "overheadRoundTripP50Ms", "", None),
     ("keystroke → ghost text p50 (ms)", "ghostP50Ms", "", None),
     ("keystroke → ghost text p95 (ms)", "ghostP95Ms", "", None),
-    ("  keystrokes that showed ghost text", "ghostShownShare", "", None),
+    ("  requests that showed ghost text", "ghostShownShare", "", None),
+    ("  suggestions that came too late", "staleSuggestions", "", None),
     ("  upstream-served suggestion p50 (ms)", "upstreamServedP50Ms", "", None),
     ("answered with no upstream call", "noUpstreamShare", "", None),
     ("  same, traces with acceptances", "noUpstreamShareAccepting", "≥ 40%", lambda v: v >= 0.4),
     ("  answered from memory (non-empty)", "fromMemoryShare", "", None),
     ("upstream requests / 100 chars", "upstreamRequestsPer100", "", None),
     ("upstream tokens / 100 chars", "upstreamTokensPer100", "", None),
-    ("  speculative requests (no keystroke)", "speculativeRequests", "", None),
-    ("streams closed by the server", "hungUp", "", None),
+    ("  speculative requests / closed early", "speculative", "", None),
+    ("streams closed by the server / cancelled", "hungUp", "", None),
     ("tokens after cancel/supersession", "tokensAfterSupersession", "", None),
     ("  closed streams past the chunk in flight", "hungUpPastInFlight", "0", lambda v: v == 0),
-    ("tokens streamed after the next keystroke", "tokensAfterNextKey", "", None),
+    ("tokens streamed after the next request", "tokensAfterNextRequest", "", None),
     ("TCP connections / 100 upstream requests", "connectionsPer100Upstream", "", None),
     ("acceptances", "acceptances", "", None),
-    ("  share of code accepted", "acceptedShare", "", None),
+    ("  share of the code accepted", "acceptedShare", "", None),
     ("  accept commands sent / failed", "commands", "", None),
     ("first request, 1 s after start (ms)", "firstRequestMs", "", None),
     ("  its overhead (ms)", "firstOverheadMs", "", None),
-    ("  used the warmed connection", "firstWarmed", "", None),
+    ("  went over the warmed connection", "firstWarmed", "", None),
     ("RSS after initialize + 1 s (MiB)", "rssStartMiB", "≤ 70", lambda v: v <= 70),
     ("RSS after the run (MiB)", "rssEndMiB", "≤ 70", lambda v: v <= 70),
     ("server: cache / type-through / prefetch hits", "server.cacheHits", "", None),
     ("server: prefetches / superseded / early stops", "server.prefetches", "", None),
     ("server: accepts reported", "server.accepted", "", None),
     ("keystrokes / requests / chars", "keys", "", None),
-    ("timeouts / errors / truncated sessions", "timeouts", "", None),
+    ("timeouts / errors / truncated / failed", "timeouts", "", None),
 ]
 SHARES = {
     "ghostShownShare",
@@ -914,11 +913,13 @@ SHARES = {
     "acceptedShare",
 }
 JOINED = {
+    "speculative": ("speculative", "speculativeClosed"),
+    "hungUp": ("hungUp", "cancelled"),
     "commands": ("commands", "commandErrors"),
-    "keys": ("keys", "requests", "chars"),
-    "timeouts": ("timeouts", "errors", "truncated"),
     "server.cacheHits": ("server.cacheHits", "server.typeThroughHits", "server.prefetchHits"),
     "server.prefetches": ("server.prefetches", "server.superseded", "server.earlyStops"),
+    "keys": ("keys", "requests", "chars"),
+    "timeouts": ("timeouts", "errors", "truncated", "failed"),
 }
 
 
@@ -937,77 +938,34 @@ def shown(summary: dict[str, Any], key: str) -> str:
 
 def table(overhead: dict[str, Any], realistic: dict[str, Any], baseline: dict[str, Any]) -> str:
     """Overhead rows come from the overhead run; every other row compares the two modes."""
-    lines = [f"{'':44} {'realistic':>10} {'baseline':>10}  {'target':<7} met"]
+    lines = [f"{'':46} {'realistic':>13} {'baseline':>13}  {'target':<6} met"]
     for label, key, target, check in ROWS:
-        first = overhead if key.startswith("overhead") else realistic
-        second = "" if key.startswith("overhead") else shown(baseline, key)
+        from_overhead = key.startswith("overhead")
+        first = overhead if from_overhead else realistic
+        second = "" if from_overhead else shown(baseline, key)
         value = first.get(key)
         met = "" if check is None or value is None else ("yes" if check(value) else "NO")
-        lines.append(f"{label:44} {shown(first, key):>10} {second:>10}  {target:<7} {met}")
+        lines.append(f"{label:46} {shown(first, key):>13} {second:>13}  {target:<6} {met}")
     return "\n".join(lines)
-
-
-async def bounded(limit: asyncio.Semaphore, job: Coroutine[Any, Any, Session]) -> Session:
-    async with limit:
-        return await job
-
-
-async def benchmark(budget: Budget, parallel: int) -> dict[str, Any]:
-    rng = random.Random(SEED)
-    traces = [pick_trace(module, budget.chars, rng) for module in budget.modules]
-    for trace in traces:
-        row = trace.source.count("\n", 0, trace.start) + 1
-        print(f"trace {trace.module}: {len(trace.region)} chars from line {row}", flush=True)
-    with tempfile.TemporaryDirectory(prefix="lsp-spark-replay-") as config_home:
-        environment = clean_environment(config_home)
-        sessions: dict[str, list[Session]] = {OVERHEAD.name: []}
-        for trace in traces:
-            session = await run_session(trace, OVERHEAD, budget, environment, budget.overhead_keys)
-            sessions[OVERHEAD.name].append(session)
-            report_session(session)
-        limit = asyncio.Semaphore(parallel)
-        paired = await asyncio.gather(
-            *(
-                bounded(limit, run_session(trace, mode, budget, environment, None))
-                for trace in traces
-                for mode in (REALISTIC, BASELINE)
-            )
-        )
-    for session in paired:
-        sessions.setdefault(session.mode.name, []).append(session)
-        report_session(session)
-    return {
-        name: {
-            "summary": summarise(combine([analyse(s) for s in group])),
-            "options": group[0].mode.options,
-            "sessions": [describe(s) for s in group],
-        }
-        for name, group in sessions.items()
-    }
-
-
-def report_session(session: Session) -> None:
-    state = f"failed: {session.failure}" if session.failure else "done"
-    print(
-        f"  {session.mode.name:9} {session.trace.module:13} {session.keys:4} keys, "
-        f"{len(session.accepted):3} accepted, {session.typing_seconds:5.1f} s typing, {state}",
-        flush=True,
-    )
 
 
 def describe(session: Session) -> dict[str, Any]:
     trace = session.trace
+    first_ms, first_overhead_ms = first_request_ms(session)
     return {
         "module": trace.module,
         "path": str(trace.path),
-        "startLine": trace.source.count("\n", 0, trace.start) + 1,
+        "firstLine": trace.first_line,
         "traceChars": len(trace.region),
         "charsReached": session.position,
         "keys": session.keys,
         "acceptances": len(session.accepted),
         "typingSeconds": round(session.typing_seconds, 2),
+        "firstRequestMs": None if math.isnan(first_ms) else round(first_ms, 1),
+        "firstOverheadMs": None if math.isnan(first_overhead_ms) else round(first_overhead_ms, 1),
         "truncated": session.truncated,
         "failure": session.failure,
+        "stderrTail": session.stderr_tail if session.failure else "",
         "messages": session.messages,
         "rssStartMiB": session.rss_start_mib,
         "rssEndMiB": session.rss_end_mib,
@@ -1021,31 +979,50 @@ def notes(results: dict[str, Any]) -> list[str]:
     found: list[str] = []
     for name, result in results.items():
         for session in result["sessions"]:
-            for message in dict.fromkeys(session["messages"]):
-                found.append(f"{name}/{session['module']}: server said: {message}")
+            found += [f"{name}: server said: {message}" for message in session["messages"]]
             if session["failure"]:
                 found.append(f"{name}/{session['module']}: {session['failure']}")
     return list(dict.fromkeys(found))
 
 
+async def benchmark(scale: Scale) -> dict[str, Any]:
+    rng = random.Random(SEED)
+    traces = [pick_trace(module, scale.chars, rng) for module in scale.modules]
+    sessions: dict[str, list[Session]] = {mode.name: [] for mode in MODES}
+    with tempfile.TemporaryDirectory(prefix="lsp-spark-replay-") as config_home:
+        environment = clean_environment(config_home)
+        for trace in traces:
+            print(f"{trace.module}: {len(trace.region)} chars from line {trace.first_line}")
+            for mode in MODES:
+                session = await run_session(trace, mode, scale, environment)
+                sessions[mode.name].append(session)
+                state = f"failed: {session.failure}" if session.failure else "done"
+                print(
+                    f"  {mode.name:9} {session.keys:4} keys, {len(session.accepted):3} accepted,"
+                    f" {session.typing_seconds:5.1f} s typing, {state}",
+                    flush=True,
+                )
+    return {
+        name: {
+            "options": next(mode.options for mode in MODES if mode.name == name),
+            "summary": summarise(combine([analyse(session) for session in group])),
+            "sessions": [describe(session) for session in group],
+        }
+        for name, group in sessions.items()
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--quick", action="store_true", help="two short traces, about a minute")
-    parser.add_argument(
-        "--parallel",
-        type=int,
-        default=None,
-        help="realistic/baseline sessions at once (default: all; overhead runs alone)",
-    )
     arguments = parser.parse_args()
-    budget = QUICK if arguments.quick else FULL
     sys.setswitchinterval(SWITCH_INTERVAL)
     started = time.perf_counter()
-    results = asyncio.run(benchmark(budget, arguments.parallel or 2 * len(budget.modules)))
+    results = asyncio.run(benchmark(QUICK if arguments.quick else FULL))
     elapsed = time.perf_counter() - started
-    summaries = {name: result["summary"] for name, result in results.items()}
+    summaries = [results[mode.name]["summary"] for mode in MODES]
     print()
-    print(table(summaries[OVERHEAD.name], summaries[REALISTIC.name], summaries[BASELINE.name]))
+    print(table(*summaries))
     for note in notes(results):
         print(f"note: {note}")
     print(f"\n{elapsed:.0f} s in all")
@@ -1058,7 +1035,7 @@ def main() -> None:
         "runs": results,
     }
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(report, indent=2, default=str) + "\n", encoding="utf-8")
+    RESULTS.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     print(f"wrote {RESULTS.relative_to(ROOT)}")
 
 

@@ -544,3 +544,23 @@ def test_limit_scope_counts_only_real_definitions_as_siblings() -> None:
     assert limit_scope(goroutines, go) == goroutines
     branches = "if (a) {\n  x();\n}\nif (b) {\n  y();\n}"
     assert limit_scope(branches, brace_context(())) == branches
+
+
+def test_cut_repetition_cuts_a_line_that_loops_on_a_short_piece() -> None:
+    context = CursorContext(line_prefix="    yield ", line_suffix="", multiline=False)
+    assert cut_repetition("y, m, d" + ", i" * 30, context) == "y, m, d, i"
+    looping = 'IndexError("left is not a list of' + " list of" * 12
+    assert cut_repetition(looping, context) == 'IndexError("left is not a list of'
+    assert cut_repetition("[0, 0, 0, 0]", context) == "[0, 0, 0, 0]"
+    assert cut_repetition("# " + "-" * 40, context) == "# " + "-" * 40
+
+
+def test_the_stream_stops_when_a_line_starts_looping() -> None:
+    stream = SuggestionStream(CursorContext(line_prefix="x = [", line_suffix="", multiline=False))
+    stopped = False
+    for _ in range(60):
+        if stream.feed("1, "):
+            stopped = True
+            break
+    assert stopped
+    assert stream.suggestion()[0] == "1,"

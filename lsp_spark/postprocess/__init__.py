@@ -14,6 +14,7 @@ from lsp_spark.postprocess.filters import (
     RepetitionTracker,
     ScopeTracker,
     clean,
+    looping_at,
     repeats_line,
     replaced_suffix_length,
 )
@@ -107,6 +108,8 @@ class SuggestionStream:
         if "strip_special_tokens" not in self.skip and SPECIAL_TOKEN.search(
             self.raw, max(0, newest - TOKEN_WINDOW)
         ):
+            return True
+        if self._capped and looping_at(self.raw[max(self._next_line, len(self.raw) - 96) :]):
             return True
         start = self._code_start if self._code_start is not None else self._find_code()
         if start is None:

@@ -505,8 +505,24 @@ def strip_echoed_line_prefix(text: str, context: CursorContext) -> str:
     return candidate[len(typed) :] if candidate.startswith(typed) else text
 
 
+SHORT_LOOP = re.compile(r"(.{1,3}?)\1{7,}")
+LONG_LOOP = re.compile(r"(.{4,24}?)\1{3,}")
+
+
+def looping_at(line: str) -> int | None:
+    """Where a line starts to loop on a short piece (`i, i, i, …`, `list of list of …`):
+    the end of the piece's first copy. A piece needs a letter or digit (`----` is no
+    loop) and a separator (`0x00000000` is no loop)."""
+    for pattern in (SHORT_LOOP, LONG_LOOP):
+        for match in pattern.finditer(line):
+            piece = match.group(1)
+            if any(char.isalnum() for char in piece) and not piece.isalnum():
+                return match.start() + len(piece)
+    return None
+
+
 def cut_repetition(text: str, context: CursorContext) -> str:
-    """Models loop: keep one copy of a repeated line or block, and cap the size."""
+    """Models loop: keep one copy of a repeated line, block or piece of a line; cap the size."""
     if len(text) > MAX_CHARS:
         text = text[:MAX_CHARS]
         if "\n" in text:
@@ -514,6 +530,9 @@ def cut_repetition(text: str, context: CursorContext) -> str:
     lines = text.split("\n")
     tracker = RepetitionTracker()
     for index, line in enumerate(lines):
+        loop = looping_at(line)
+        if loop is not None:
+            return "\n".join([*lines[:index], line[:loop]])
         cut = tracker.push(context.line_prefix + line if index == 0 else line)
         if cut is not None:
             return "\n".join(lines[:cut])
