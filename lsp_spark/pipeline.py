@@ -60,10 +60,41 @@ class Suggestion:
     cached: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class Prefetch:
+    """A continuation being fetched, and the states it will answer."""
+
+    task: asyncio.Task[None]
+    wake: asyncio.Event
+    accepted: LineState
+    """The cursor's line right after accepting the shown suggestion."""
+
+    def answers(self, state: LineState) -> bool:
+        """The accepted state itself, or the blank line Enter opens right after it."""
+        accepted = self.accepted
+        return state == accepted or (
+            state.uri == accepted.uri
+            and state.row == accepted.row + 1
+            and state.previous_line == accepted.line_prefix + accepted.line_suffix
+            and not (state.line_prefix.strip() or state.line_suffix.strip())
+        )
+
+
 def line_state(document: Document, row: int, column: int) -> LineState:
     line = document.line(row)
     return LineState(
         document.uri, row, line[:column], line[column:], document.line(row - 1) if row else ""
+    )
+
+
+def _accepted_state(state: LineState, suggestion: Suggestion) -> LineState:
+    lines = (state.line_prefix + suggestion.text).split("\n")
+    return LineState(
+        state.uri,
+        state.row + len(lines) - 1,
+        lines[-1],
+        state.line_suffix[suggestion.replace_chars :],
+        lines[-2] if len(lines) > 1 else state.previous_line,
     )
 
 
@@ -98,7 +129,7 @@ class CompletionEngine:
         self._backend_failure: BackendError | None = None
         self.cache = SuggestionCache()
         self.debounce = AdaptiveDebounce()
-        self._prefetches: dict[str, tuple[asyncio.Task[None], asyncio.Event]] = {}
+        self._prefetches: dict[str, Prefetch] = {}
         self._inflight: dict[str, tuple[asyncio.Task[Suggestion | None], LineState]] = {}
         """Per document, the upstream request running now and the state it was asked for."""
         self._tickets: dict[str, int] = {}
@@ -166,6 +197,7 @@ class CompletionEngine:
         return self._recall(line_state(document, row, column))
 
     def _recall(self, state: LineState) -> Suggestion | None:
+        """A remembered answer; one with empty text means "known: nothing to suggest"."""
         backend = self._backend
         if backend is None or not self.settings.enable or not self.settings.cache:
             return None
@@ -178,14 +210,19 @@ class CompletionEngine:
         self.stats.type_through_hits += found.origin == "typed"
         self.stats.prefetch_hits += found.origin == "prefetch"
         self.stats.tokens_saved += int(len(found.text) / ESTIMATED_CHARS_PER_TOKEN) + 1
-        self.stats.suggestions += 1
-        self.stats.shown += 1
+        if found.text:
+            self.stats.suggestions += 1
+            self.stats.shown += 1
+        else:
+            self.stats.empty += 1
         return Suggestion(found.text, found.replace_chars, backend.name, backend.model, True)
 
     def submit(self, document: Document, row: int, column: int) -> asyncio.Task[Suggestion | None]:
         """Start a request; it supersedes any earlier one still running for this document."""
         self.stats.requests += 1
-        self._cancel_prefetch(document.uri)
+        pending = self._prefetches.get(document.uri)
+        if pending is not None and not pending.answers(line_state(document, row, column)):
+            self._cancel_prefetch(document.uri)
         task = self.jobs.submit(
             document.uri,
             self._suggest(document, row, column),
@@ -202,6 +239,15 @@ class CompletionEngine:
         if remembered is not None:
             return remembered
         ticket = self._tickets[document.uri] = self._tickets.get(document.uri, 0) + 1
+        prefetch = self._prefetches.get(document.uri)
+        if prefetch is not None and prefetch.answers(state) and not prefetch.task.done():
+            prefetch.wake.set()
+            await asyncio.wait({prefetch.task})
+            if self._tickets.get(document.uri) != ticket:
+                return None
+            remembered = self._recall(state)
+            if remembered is not None:
+                return remembered
         pending = self._inflight.get(document.uri)
         if (
             pending is not None
@@ -231,7 +277,7 @@ class CompletionEngine:
 
     def shown(self, uri: str) -> None:
         if (pending := self._prefetches.get(uri)) is not None:
-            pending[1].set()
+            pending.wake.set()
 
     def forget(self, uri: str) -> None:
         self.jobs.cancel(uri)
@@ -293,24 +339,26 @@ class CompletionEngine:
     ) -> None:
         self._cancel_prefetch(state.uri)
         wake = asyncio.Event()
+        accepted = _accepted_state(state, suggestion)
         task = asyncio.get_running_loop().create_task(
-            self._prefetch(backend, state, built, request, suggestion, wake)
+            self._prefetch(backend, state, accepted, built, request, suggestion, wake)
         )
-        self._prefetches[state.uri] = (task, wake)
+        self._prefetches[state.uri] = Prefetch(task, wake, accepted)
         task.add_done_callback(lambda _: self._forget_prefetch(state.uri, task))
 
     def _forget_prefetch(self, uri: str, task: asyncio.Task[None]) -> None:
-        if (pending := self._prefetches.get(uri)) is not None and pending[0] is task:
+        if (pending := self._prefetches.get(uri)) is not None and pending.task is task:
             del self._prefetches[uri]
 
     def _cancel_prefetch(self, uri: str) -> None:
         if (pending := self._prefetches.pop(uri, None)) is not None:
-            pending[0].cancel()
+            pending.task.cancel()
 
     async def _prefetch(
         self,
         backend: Backend,
         state: LineState,
+        accepted: LineState,
         built: BuiltContext,
         request: CompletionRequest,
         suggestion: Suggestion,
@@ -323,10 +371,8 @@ class CompletionEngine:
         """
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(wake.wait(), PREFETCH_DELAY)
-        rest = state.line_suffix[suggestion.replace_chars :]
-        accepted_lines = (state.line_prefix + suggestion.text).split("\n")
-        row = state.row + len(accepted_lines) - 1
-        line_prefix = accepted_lines[-1]
+        rest = accepted.line_suffix
+        line_prefix = accepted.line_prefix
         continuation = dataclasses.replace(
             request,
             prefix=request.prefix + suggestion.text,
@@ -349,13 +395,10 @@ class CompletionEngine:
         ):
             return
         text, replace_chars = assembled.suggestion()
-        if not text.strip():
-            return
         if text.startswith("\n"):
-            self.cache.remember_next_line(state.uri, row + 1, line_prefix + rest, text[1:])
+            self.cache.remember(accepted, "", 0, "prefetch")
+            self.cache.remember_next_line(state.uri, accepted.row + 1, line_prefix + rest, text[1:])
         else:
-            previous = accepted_lines[-2] if len(accepted_lines) > 1 else state.previous_line
-            accepted = LineState(state.uri, row, line_prefix, rest, previous)
             self.cache.remember(accepted, text.split("\n", 1)[0], replace_chars, "prefetch")
 
     def _context_options(self, backend: Backend) -> ContextOptions:

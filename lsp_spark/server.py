@@ -161,7 +161,7 @@ async def inline_completion(
         return types.InlineCompletionList(items=[])
     row, column, start = ls.cursor(document, params.position)
     suggestion = await ls.engine.suggest(document, row, column)
-    if suggestion is None:
+    if suggestion is None or not suggestion.text:
         return types.InlineCompletionList(items=[])
     return types.InlineCompletionList(
         items=[
@@ -201,6 +201,8 @@ async def completion(ls: SparkServer, params: types.CompletionParams) -> types.C
         return types.CompletionList(is_incomplete=False, items=[])
     row, column, start = ls.cursor(document, params.position)
     if (remembered := ls.engine.recall(document, row, column)) is not None:
+        if not remembered.text:
+            return types.CompletionList(is_incomplete=False, items=[])
         edit_range = ls.replaced_range(document, row, column, start, remembered.replace_chars)
         return types.CompletionList(
             is_incomplete=False, items=[completion_item(remembered, edit_range)]
@@ -210,7 +212,7 @@ async def completion(ls: SparkServer, params: types.CompletionParams) -> types.C
     if not done or job.cancelled():
         return types.CompletionList(is_incomplete=True, items=[])
     suggestion = job.result()
-    if suggestion is None:
+    if suggestion is None or not suggestion.text:
         return types.CompletionList(is_incomplete=False, items=[])
     edit_range = ls.replaced_range(document, row, column, start, suggestion.replace_chars)
     return types.CompletionList(

@@ -62,7 +62,7 @@ class Settings(BaseModel):
     max_lines: int = Field(default=12, ge=1, le=200)
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     debounce_ms: int | None = Field(
-        default=None, ge=0, le=2000, description="None: adapt to the typing rhythm (5-50 ms)."
+        default=None, ge=0, le=2000, description="None: adapt to the typing rhythm (at most 20 ms)."
     )
     cache: bool = True
     prefetch: bool = True

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from lsp_spark.documents import Change, Document, DocumentStore, PositionEncoding
+from lsp_spark.postprocess.filters import detect_indent_unit
 from lsp_spark.syntax import outline
 from lsp_spark.syntax.trees import SyntaxStore, SyntaxTree
 
@@ -28,6 +29,8 @@ class Outline:
     imports: tuple[tuple[int, str], ...] = ()
     """Each import statement's first row and text."""
     definitions: tuple[outline.Definition, ...] = ()
+    indent_unit: str | None = None
+    """Detected over the whole document: a cursor window full of docstrings misleads."""
     signatures: dict[str, str] = field(default_factory=dict)
     """Each defined name's signature (the first definition wins), for lookups per request."""
 
@@ -62,7 +65,7 @@ class Workspace:
     def open(self, uri: str, language_id: str, version: int, text: str) -> Document:
         document = self.documents.open(uri, language_id, version, text)
         self.syntax.open(document)
-        self._schedule_outline(uri, delay=0.0)
+        self._schedule_outline(uri)
         return document
 
     def change(
@@ -113,4 +116,5 @@ class Workspace:
             ),
             definitions=definitions,
             signatures=signatures,
+            indent_unit=detect_indent_unit(syntax.document.lines(0, syntax.document.line_count)),
         )

@@ -60,7 +60,7 @@ def test_debounce_defaults_then_follows_the_rhythm() -> None:
     assert debounce.seconds(None) == DEFAULT_SECONDS
     for moment in range(10):
         debounce.keystroke(moment * 0.08)
-    assert abs(debounce.seconds(None) - 0.04) < 1e-9
+    assert abs(debounce.seconds(None) - 0.012) < 1e-9
     assert debounce.seconds(0) == 0
     assert debounce.seconds(120) == 0.12
 
@@ -69,7 +69,7 @@ def test_debounce_stays_within_bounds_and_ignores_pauses() -> None:
     debounce = AdaptiveDebounce()
     for moment in range(10):
         debounce.keystroke(moment * 0.6)
-    assert debounce.seconds(None) == 0.05
+    assert debounce.seconds(None) == 0.02
     slow = AdaptiveDebounce()
     for moment in range(10):
         slow.keystroke(moment * 5.0)

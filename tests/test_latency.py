@@ -92,20 +92,22 @@ async def test_accepting_makes_the_continuation_instant(
     uri = open_document(client, "def add(items):\n    \n")
     [item] = (await inline(client, uri, 1, 4)).items
     assert item.insert_text == "total = 0"
+    cerebras.config.ttft = 0.2
+    type_text(client, uri, 2, 1, 4, "total = 0")
     await client.workspace_execute_command_async(
         types.ExecuteCommandParams(command=item.command.command, arguments=item.command.arguments)
     )
-    assert await eventually(cerebras, lambda: len(cerebras.completion_requests) == 2)
+    assert (await inline(client, uri, 1, 13)).items == ()
+    assert len(cerebras.completion_requests) == 2
     prefetch = cerebras.completion_requests[1]
-    assert await eventually(cerebras, lambda: prefetch.finished)
+    assert prefetch.finished
     assert "    total = 0<CURSOR>" in prefetch.body["messages"][-1]["content"]
-    type_text(client, uri, 2, 1, 4, "total = 0")
     type_text(client, uri, 3, 1, 13, "\n    ")
     result = await inline(client, uri, 2, 4)
     assert texts(result) == ["for item in items:"]
     assert len(cerebras.completion_requests) == 2
     stats = await client.protocol.send_request_async("lspSpark/stats", None)
-    assert stats.prefetchHits == 1
+    assert stats.prefetchHits == 2, "the accepted line (nothing to add) and the next line"
     assert stats.accepted == 1
 
 

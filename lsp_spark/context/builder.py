@@ -97,7 +97,7 @@ def build_context(
         multiline=mode is Mode.BLOCK,
         max_lines=options.max_lines,
         language=document.language_id,
-        indent_unit=options.indent_unit or detect_indent_unit(_near_cursor(window)),
+        indent_unit=options.indent_unit or _indent_unit(workspace, document.uri, window),
         new_errors=(
             partial(boundaries.added_errors, syntax, cursor_byte) if syntax is not None else None
         ),
@@ -114,10 +114,15 @@ def build_context(
 INDENT_SAMPLE_CHARS = 2000
 
 
-def _near_cursor(window: CursorWindow) -> list[str]:
-    """Lines around the cursor: enough to tell the indentation, cheap to scan."""
-    return (window.prefix[-INDENT_SAMPLE_CHARS:] + window.suffix[: INDENT_SAMPLE_CHARS // 2]).split(
-        "\n"
+def _indent_unit(workspace: Workspace, uri: str, window: CursorWindow) -> str:
+    """The whole document's unit once its outline is known; until then, the window's."""
+    known = workspace.outlines.get(uri)
+    if known is not None and known.indent_unit is not None:
+        return known.indent_unit
+    return detect_indent_unit(
+        (window.prefix[-INDENT_SAMPLE_CHARS:] + window.suffix[: INDENT_SAMPLE_CHARS // 2]).split(
+            "\n"
+        )
     )
 
 

@@ -1,4 +1,4 @@
-"""Debounce that follows the typist: wait about half a usual keystroke gap, within bounds."""
+"""Debounce that follows the typist: a small share of the usual keystroke gap, within bounds."""
 
 from __future__ import annotations
 
@@ -6,17 +6,19 @@ import statistics
 import time
 from collections import deque
 
-DEFAULT_SECONDS = 0.015
-BOUNDS = (0.005, 0.05)
+DEFAULT_SECONDS = 0.01
+BOUNDS = (0.0, 0.02)
 BURST_GAP = 1.0
 """Gaps longer than this are pauses, not typing rhythm."""
 SAMPLES = 24
+GAP_SHARE = 0.15
 
 
 class AdaptiveDebounce:
     """A request made mid-burst is likely superseded by the next keystroke; waiting a
-    fraction of the typist's usual gap avoids paying for it upstream, while a pause
-    (when the suggestion is actually read) costs only those few milliseconds."""
+    fraction of the typist's usual gap avoids some of those upstream calls. The share
+    stays small because a keystroke that extends a request in flight rides on it
+    rather than superseding it, and every millisecond here is added to what users see."""
 
     def __init__(self) -> None:
         self._last: float | None = None
@@ -34,4 +36,4 @@ class AdaptiveDebounce:
         if len(self._gaps) < 3:
             return DEFAULT_SECONDS
         low, high = BOUNDS
-        return min(high, max(low, statistics.median(self._gaps) / 2))
+        return min(high, max(low, statistics.median(self._gaps) * GAP_SHARE))
