@@ -29,3 +29,4 @@ bench: install
 	$(BIN)/python benchmarks/bench_syntax.py
 	$(BIN)/python benchmarks/bench_context.py
 	$(BIN)/python benchmarks/holes.py
+	$(BIN)/python benchmarks/replay.py

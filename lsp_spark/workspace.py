@@ -8,6 +8,7 @@ background after typing pauses, so requests read it without waiting.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field
 from lsp_spark.documents import Change, Document, DocumentStore, PositionEncoding
 from lsp_spark.postprocess.filters import detect_indent_unit
 from lsp_spark.syntax import outline
+from lsp_spark.syntax.grammars import QUERY_NAMES, query_for
 from lsp_spark.syntax.trees import SyntaxStore, SyntaxTree
 
 OUTLINE_REFRESH_DELAY = 0.3
@@ -64,7 +66,9 @@ class Workspace:
 
     def open(self, uri: str, language_id: str, version: int, text: str) -> Document:
         document = self.documents.open(uri, language_id, version, text)
-        self.syntax.open(document)
+        if self.syntax.open(document) is not None:
+            with contextlib.suppress(RuntimeError):
+                asyncio.get_running_loop().call_soon(self._prepare, uri)
         self._schedule_outline(uri)
         return document
 
@@ -78,6 +82,15 @@ class Workspace:
         for edit in edits:
             self.recent.record(uri, edit.start_point[0])
         self._schedule_outline(uri)
+
+    def _prepare(self, uri: str) -> None:
+        """Parse a newly opened file and compile its language's queries right away, so the
+        first request in it pays neither."""
+        syntax = self.syntax.get(uri)
+        if syntax is not None:
+            _ = syntax.tree
+            for name in QUERY_NAMES:
+                query_for(syntax.language_id, name)
 
     def close(self, uri: str) -> None:
         self.documents.close(uri)
