@@ -7,13 +7,11 @@ file for comparison, since that is what the store replaces.
 
 from __future__ import annotations
 
-import gc
 import json
 import platform
 import random
 import statistics
 import sys
-import time
 from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
@@ -22,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from lsprotocol import types as lsp
 from pygls.workspace import TextDocument
+from timing import time_each
 
 from lsp_spark.documents import Document, PositionEncoding
 
@@ -44,19 +43,7 @@ def make_text(rng: random.Random) -> str:
 
 
 def measure(calls: Iterator[Callable[[], object]]) -> dict[str, float]:
-    """Time each call separately, with the collector off so its pauses don't land in p95."""
-    samples = []
-    clock = time.perf_counter_ns
-    gc.collect()
-    gc.disable()
-    try:
-        for call in calls:
-            begin = clock()
-            call()
-            samples.append(clock() - begin)
-    finally:
-        gc.enable()
-    samples.sort()
+    samples = time_each(calls)
     return {
         "p50_us": samples[len(samples) // 2] / 1000,
         "p95_us": samples[len(samples) * 95 // 100] / 1000,

@@ -25,6 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from timing import time_each
 from tree_sitter import Node, Parser
 
 from lsp_spark.documents import Document, Position, PositionEncoding
@@ -134,19 +135,7 @@ def percentiles(samples: list[int]) -> dict[str, float]:
 
 
 def timed(calls: Iterator[Callable[[], object]]) -> dict[str, float]:
-    """Time each call on its own, with the collector off so its pauses don't land in p95."""
-    samples = []
-    clock = time.perf_counter_ns
-    gc.collect()
-    gc.disable()
-    try:
-        for call in calls:
-            begin = clock()
-            call()
-            samples.append(clock() - begin)
-    finally:
-        gc.enable()
-    return percentiles(samples)
+    return percentiles(time_each(calls))
 
 
 def cursor_rows(document: Document) -> Iterator[tuple[int, str]]:

@@ -47,6 +47,7 @@ from pygls.lsp.client import LanguageClient  # noqa: E402
 from lsp_spark.demo import _drain, loopback_backend  # noqa: E402
 from lsp_spark.postprocess.filters import FILTERS  # noqa: E402
 from lsp_spark.settings import CONTEXT_SOURCES  # noqa: E402
+from lsp_spark.testing import isolated_environment  # noqa: E402
 
 MODULES = (
     "json.decoder",
@@ -272,18 +273,6 @@ def normalise(text: str) -> str:
     return "\n".join(line.rstrip() for line in text.split("\n")).rstrip()
 
 
-def clean_environment(config_home: str) -> dict[str, str]:
-    """The caller's environment without any lsp-spark or Cerebras setting, and an empty config
-    directory, so only this script's settings reach the server."""
-    environment = {
-        name: value
-        for name, value in os.environ.items()
-        if not name.startswith(("CEREBRAS_", "LSP_SPARK_"))
-    }
-    environment["XDG_CONFIG_HOME"] = config_home
-    return environment
-
-
 @contextmanager
 def backend_environment(backend: str, originals: str) -> Iterator[dict[str, str]]:
     """Extra variables for the server: none for the embedded model; for `loopback`, the demo's
@@ -495,7 +484,7 @@ async def evaluate(arguments: argparse.Namespace) -> dict[str, Any]:
         tempfile.TemporaryDirectory(prefix="lsp-spark-holes-") as config_home,
         backend_environment(arguments.backend, "\n".join(sources.values())) as overrides,
     ):
-        environment = {**clean_environment(config_home), **overrides}
+        environment = {**isolated_environment(config_home), **overrides}
         settings: dict[str, Any] = {"debounceMs": 0}
         if arguments.backend == "local":
             settings |= {"backend": "local", "localThreads": arguments.threads}

@@ -49,6 +49,7 @@ from pygls.lsp.client import LanguageClient  # noqa: E402
 
 from lsp_spark.demo import _change, _drain  # noqa: E402
 from lsp_spark.prompts.chat import HOLE  # noqa: E402
+from lsp_spark.testing import isolated_environment  # noqa: E402
 from lsp_spark.testing.cerebras_server import CerebrasTestServer, RecordedRequest  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "replay.json"
@@ -500,17 +501,6 @@ def resident_mib(pid: int) -> float | None:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return None
-
-
-def clean_environment(config_home: str) -> dict[str, str]:
-    """No lsp-spark or Cerebras setting of the caller's, so only initializationOptions count."""
-    environment = {
-        name: value
-        for name, value in os.environ.items()
-        if not name.startswith(("CEREBRAS_", "LSP_SPARK_"))
-    }
-    environment["XDG_CONFIG_HOME"] = config_home
-    return environment
 
 
 async def round_trips(client: LanguageClient, session: Session) -> None:
@@ -990,7 +980,7 @@ async def benchmark(scale: Scale) -> dict[str, Any]:
     traces = [pick_trace(module, scale.chars, rng) for module in scale.modules]
     sessions: dict[str, list[Session]] = {mode.name: [] for mode in MODES}
     with tempfile.TemporaryDirectory(prefix="lsp-spark-replay-") as config_home:
-        environment = clean_environment(config_home)
+        environment = isolated_environment(config_home)
         for trace in traces:
             print(f"{trace.module}: {len(trace.region)} chars from line {trace.first_line}")
             for mode in MODES:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -14,17 +13,14 @@ import pytest_asyncio
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
+from lsp_spark.testing import isolated_environment
 from lsp_spark.testing.cerebras_server import CerebrasTestServer
 
 TEST_KEY = "test-key-not-a-secret"
 SERVER_COMMAND = [sys.executable, "-m", "lsp_spark", "serve"]
 # The user's own key, settings and config file must never leak into a test run.
 EMPTY_CONFIG_HOME = tempfile.mkdtemp(prefix="lsp-spark-test-config-")
-SERVER_ENV = {
-    name: value
-    for name, value in os.environ.items()
-    if not name.startswith(("CEREBRAS_", "LSP_SPARK_"))
-} | {"XDG_CONFIG_HOME": EMPTY_CONFIG_HOME}
+SERVER_ENV = isolated_environment(EMPTY_CONFIG_HOME)
 
 StartSpark = Callable[..., Awaitable[LanguageClient]]
 
@@ -105,42 +101,38 @@ def open_document(
     return uri
 
 
-def type_text(
-    client: LanguageClient, uri: str, version: int, line: int, character: int, text: str
+def edit_text(
+    client: LanguageClient,
+    uri: str,
+    version: int,
+    start: tuple[int, int],
+    end: tuple[int, int],
+    text: str,
 ) -> None:
-    """Insert `text` at a position, as one keystroke (or one accepted suggestion)."""
+    """One incremental change, as an editor sends it for a keystroke or an accepted suggestion."""
     client.text_document_did_change(
         types.DidChangeTextDocumentParams(
             text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
             content_changes=[
                 types.TextDocumentContentChangePartial(
-                    range=types.Range(
-                        types.Position(line, character), types.Position(line, character)
-                    ),
-                    text=text,
+                    range=types.Range(types.Position(*start), types.Position(*end)), text=text
                 )
             ],
         )
     )
+
+
+def type_text(
+    client: LanguageClient, uri: str, version: int, line: int, character: int, text: str
+) -> None:
+    edit_text(client, uri, version, (line, character), (line, character), text)
 
 
 def delete_before(
     client: LanguageClient, uri: str, version: int, line: int, character: int
 ) -> None:
-    """Backspace at a position."""
-    client.text_document_did_change(
-        types.DidChangeTextDocumentParams(
-            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
-            content_changes=[
-                types.TextDocumentContentChangePartial(
-                    range=types.Range(
-                        types.Position(line, character - 1), types.Position(line, character)
-                    ),
-                    text="",
-                )
-            ],
-        )
-    )
+    """Backspace."""
+    edit_text(client, uri, version, (line, character - 1), (line, character), "")
 
 
 async def inline(client: LanguageClient, uri: str, line: int, character: int) -> Any:
