@@ -239,16 +239,24 @@ class CompletionEngine:
         if remembered is not None:
             return remembered
         ticket = self._tickets[document.uri] = self._tickets.get(document.uri, 0) + 1
-        prefetch = self._prefetches.get(document.uri)
-        if prefetch is not None and prefetch.answers(state) and not prefetch.task.done():
-            prefetch.wake.set()
-            await asyncio.wait({prefetch.task})
+        ahead = self._answering_soon(state)
+        if ahead is not None:
+            await asyncio.wait({ahead})
             if self._tickets.get(document.uri) != ticket:
                 return None
             remembered = self._recall(state)
             if remembered is not None:
                 return remembered
-        pending = self._inflight.get(document.uri)
+        return await outcome(self.submit(document, row, column))
+
+    def _answering_soon(self, state: LineState) -> asyncio.Task[Any] | None:
+        """A task already running whose answer will cover `state`: the prefetch for the
+        state an accept produces, or the request in flight that this keystroke extends."""
+        prefetch = self._prefetches.get(state.uri)
+        if prefetch is not None and prefetch.answers(state) and not prefetch.task.done():
+            prefetch.wake.set()
+            return prefetch.task
+        pending = self._inflight.get(state.uri)
         if (
             pending is not None
             and not pending[0].done()
@@ -256,13 +264,8 @@ class CompletionEngine:
             and self.settings.supersede
             and pending[1].extended_by(state)
         ):
-            await asyncio.wait({pending[0]})
-            if self._tickets.get(document.uri) != ticket:
-                return None
-            remembered = self._recall(state)
-            if remembered is not None:
-                return remembered
-        return await outcome(self.submit(document, row, column))
+            return pending[0]
+        return None
 
     def keystroke(self) -> None:
         self.debounce.keystroke()
