@@ -6,16 +6,15 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-import posixpath
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import unquote, urlparse
 
 from lsp_spark.backends import Backend, BackendError, CompletionRequest, FailureKind, create_backend
 from lsp_spark.context.budget import ESTIMATED_CHARS_PER_TOKEN, Budget
 from lsp_spark.context.builder import BuiltContext, ContextOptions, build_context
+from lsp_spark.context.sources import filename_of
 from lsp_spark.documents import Document
 from lsp_spark.postprocess import SuggestionStream
 from lsp_spark.scheduler import LatestOnly, outcome
@@ -96,10 +95,6 @@ def _accepted_state(state: LineState, suggestion: Suggestion) -> LineState:
         state.line_suffix[suggestion.replace_chars :],
         lines[-2] if len(lines) > 1 else state.previous_line,
     )
-
-
-def filename_of(uri: str) -> str:
-    return posixpath.basename(unquote(urlparse(uri).path)) or uri
 
 
 class Notifier:
@@ -220,15 +215,16 @@ class CompletionEngine:
     def submit(self, document: Document, row: int, column: int) -> asyncio.Task[Suggestion | None]:
         """Start a request; it supersedes any earlier one still running for this document."""
         self.stats.requests += 1
+        state = line_state(document, row, column)
         pending = self._prefetches.get(document.uri)
-        if pending is not None and not pending.answers(line_state(document, row, column)):
+        if pending is not None and not pending.answers(state):
             self._cancel_prefetch(document.uri)
         task = self.jobs.submit(
             document.uri,
-            self._suggest(document, row, column),
+            self._suggest(document, row, column, state),
             supersede=self.settings.supersede,
         )
-        self._inflight[document.uri] = (task, line_state(document, row, column))
+        self._inflight[document.uri] = (task, state)
         return task
 
     async def suggest(self, document: Document, row: int, column: int) -> Suggestion | None:
@@ -289,7 +285,9 @@ class CompletionEngine:
         self._cancel_prefetch(uri)
         self.cache.forget(uri)
 
-    async def _suggest(self, document: Document, row: int, column: int) -> Suggestion | None:
+    async def _suggest(
+        self, document: Document, row: int, column: int, state: LineState
+    ) -> Suggestion | None:
         started = time.perf_counter()
         settings = self.settings
         backend = self._backend
@@ -306,7 +304,6 @@ class CompletionEngine:
             return None
         if time.monotonic() < self._paused_until:
             return None
-        state = line_state(document, row, column)
         await asyncio.sleep(self.debounce.seconds(settings.debounce_ms))
         window = built.window
         multiline = built.cursor.multiline
@@ -322,9 +319,10 @@ class CompletionEngine:
             context=built.related,
         )
         assembled = SuggestionStream(built.cursor, skip=frozenset(settings.disabled_filters))
-        if not await self._generate(backend, request, assembled, started, context_ms):
+        result = await self._generate(backend, request, assembled, started, context_ms)
+        if result is None:
             return None
-        text, replace_chars = assembled.suggestion()
+        text, replace_chars = result
         if settings.cache:
             self.cache.remember(state, text, replace_chars)
         suggestion = self._deliver(text, replace_chars, backend, started)
@@ -393,11 +391,12 @@ class CompletionEngine:
         )
         assembled = SuggestionStream(cursor, skip=frozenset(self.settings.disabled_filters))
         self.stats.prefetches += 1
-        if not await self._generate(
+        result = await self._generate(
             backend, continuation, assembled, time.perf_counter(), prefetch=True
-        ):
+        )
+        if result is None:
             return
-        text, replace_chars = assembled.suggestion()
+        text, replace_chars = result
         if text.startswith("\n"):
             self.cache.remember(accepted, "", 0, "prefetch")
             self.cache.remember_next_line(state.uri, accepted.row + 1, line_prefix + rest, text[1:])
@@ -428,8 +427,9 @@ class CompletionEngine:
         started: float,
         context_ms: float = 0.0,
         prefetch: bool = False,
-    ) -> bool:
-        """Stream into `assembled`, closing upstream as soon as the suggestion is complete."""
+    ) -> tuple[str, int] | None:
+        """Stream into `assembled`, closing upstream as soon as the suggestion is complete;
+        the cleaned suggestion and its replace length, or None when the backend failed."""
         self.stats.upstream_requests += 1
         sent = time.perf_counter()
         first: float | None = None
@@ -446,7 +446,7 @@ class CompletionEngine:
         except BackendError as failure:
             self.stats.upstream_errors += 1
             self._fail(failure)
-            return False
+            return None
         except asyncio.CancelledError:
             self.stats.superseded += 1
             self._rewarm(backend)
@@ -462,9 +462,8 @@ class CompletionEngine:
             self.stats.first_token_ms.append((first - sent) * 1000)
         if rate:
             self.stats.tokens_per_second.append(rate)
+        result = assembled.suggestion()
         if log.isEnabledFor(logging.DEBUG):
-            finished = time.perf_counter()
-            assembled.suggestion()
             log.debug(
                 "%s: context %.2f ms, waited %.1f ms, first token %.1f ms, generation %.1f ms, "
                 "post-processing %.2f ms, %d tokens at %.0f tokens/s",
@@ -473,11 +472,11 @@ class CompletionEngine:
                 (sent - started) * 1000 - context_ms,
                 (first - sent) * 1000,
                 (done - first) * 1000,
-                (time.perf_counter() - finished) * 1000,
+                (time.perf_counter() - done) * 1000,
                 tokens,
                 rate,
             )
-        return True
+        return result
 
     def _rewarm(self, backend: Backend) -> None:
         """A stream closed early takes its HTTP/1.1 connection with it: open the next now."""

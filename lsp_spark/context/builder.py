@@ -49,10 +49,6 @@ class ContextOptions:
     indent_unit: str | None = None
 
 
-def origin_name(uri: str) -> str:
-    return uri.rsplit("/", 1)[-1] or uri
-
-
 def build_context(
     workspace: Workspace, document: Document, row: int, column: int, options: ContextOptions
 ) -> BuiltContext | None:
@@ -137,7 +133,7 @@ def _related(
     """Run the enabled sources by priority until the budget or the deadline runs out."""
     deadline = time.perf_counter() + RELATED_DEADLINE
     text = window.prefix + window.suffix
-    origin = origin_name(document.uri)
+    origin = src.filename_of(document.uri)
     outlines = workspace.outlines
     proposals: list[Callable[[], list[src.Snippet]]] = []
     if syntax is not None and "scopes" in options.sources:
@@ -153,7 +149,9 @@ def _related(
         proposals.append(
             lambda: [
                 snippet
-                for snippet in src.definitions_of(names, outlines, document.uri, text, origin_name)
+                for snippet in src.definitions_of(
+                    names, outlines, document.uri, text, src.filename_of
+                )
                 if snippet.source in options.sources
             ]
         )
@@ -164,7 +162,7 @@ def _related(
                 workspace.documents.get,
                 document.uri,
                 window.rows,
-                origin_name,
+                src.filename_of,
             )
         )
     chosen: list[src.Snippet] = []

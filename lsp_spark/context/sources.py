@@ -7,9 +7,11 @@ scans a whole file while the user waits.
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from urllib.parse import unquote, urlparse
 
 from lsp_spark.documents import Document
 from lsp_spark.syntax.outline import Scope
@@ -18,6 +20,11 @@ from lsp_spark.workspace import Outline
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 NEAR_CURSOR_CHARS = 800
 EDIT_CONTEXT_ROWS = 2
+
+
+def filename_of(uri: str) -> str:
+    """The file name a URI ends in, as shown to the model."""
+    return posixpath.basename(unquote(urlparse(uri).path)) or uri
 
 
 @dataclass(frozen=True, slots=True)
