@@ -9,6 +9,7 @@ from typing import Any
 from lsprotocol import types
 from pygls.capabilities import get_capability
 from pygls.lsp.server import LanguageServer
+from pygls.exceptions import JsonRpcException
 from pygls.protocol import LanguageServerProtocol, lsp_method
 
 from lsp_spark import __version__, settings
@@ -26,8 +27,33 @@ DID_PARTIALLY_ACCEPT = "textDocument/didPartiallyAcceptCompletion"
 LABEL_LENGTH = 60
 
 
+UNREADABLE = object()
+"""A request whose params could not be read; it has been answered with an error already."""
+
+
 class SparkProtocol(LanguageServerProtocol):
-    """Document sync goes to our own store; pygls' workspace copy would double the work."""
+    """Document sync goes to our own store; pygls' workspace copy would double the work.
+
+    Every request gets an answer: pygls drops a request whose params fail to deserialize
+    without replying, which would leave the editor waiting forever.
+    """
+
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        is_request = "jsonrpc" in data and "method" in data and "id" in data
+        if is_request and "params" not in data:
+            data = {**data, "params": None}
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as error:
+            if not is_request:
+                raise
+            log.warning("invalid params for %s", data.get("method"))
+            self._send_response(data["id"], None, error.to_response_error())
+            return UNREADABLE
+
+    def handle_message(self, message: Any) -> None:
+        if message is not UNREADABLE:
+            super().handle_message(message)
 
     @lsp_method(types.TEXT_DOCUMENT_DID_OPEN)
     def lsp_text_document__did_open(self, params: types.DidOpenTextDocumentParams) -> Any:
@@ -63,6 +89,10 @@ class SparkServer(LanguageServer):
         log.error("server error (%s): %s", getattr(source, "__name__", source), error)
 
     async def apply_settings(self, client_settings: Any = None) -> None:
+        """Settings the editor pushes are whole: they replace the initialization options, so
+        a setting the user removes goes back to its default rather than its start value."""
+        if settings.client_section(client_settings):
+            self.initialization_options = None
         loaded, problems = settings.load(self.initialization_options, client_settings)
         logging.getLogger("lsp_spark").setLevel(loaded.log_level.upper())
         fresh = [problem for problem in problems if problem not in self._told_settings]
@@ -221,7 +251,7 @@ async def completion(ls: SparkServer, params: types.CompletionParams) -> types.C
 
 
 @server.feature(STATS_METHOD)
-def stats_request(ls: SparkServer, _: Any) -> dict[str, Any]:
+def stats_request(ls: SparkServer, _: Any = None) -> dict[str, Any]:
     return ls.engine.stats.snapshot(ls.engine.backend_name, ls.engine.model_name)
 
 

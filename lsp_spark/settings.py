@@ -128,6 +128,18 @@ def _section(options: Any) -> dict[str, Any]:
     return dict(inner) if isinstance(inner, Mapping) else dict(options)
 
 
+def client_section(options: Any) -> dict[str, Any]:
+    """Our part of what an editor sends. Without an `lspSpark` key the payload counts as
+    bare settings only if it names one of ours: eglot, for one, sends every server's
+    sections (`{"pylsp": {...}}`), which are not ours to complain about."""
+    section = _section(options)
+    if isinstance(options, Mapping) and isinstance(options.get(SETTINGS_SECTION), Mapping):
+        return section
+    if any(_canonical(str(key)) in Settings.model_fields for key in section):
+        return section
+    return {}
+
+
 def _canonical(key: str) -> str:
     for name, info in Settings.model_fields.items():
         if key in (name, to_camel(name)) or (info.alias and key == info.alias):
@@ -168,6 +180,9 @@ def load(
 ) -> tuple[Settings, list[str]]:
     file_layer, file_problems = from_file(config_file)
     settings, problems = merge(
-        file_layer, from_environment(environ), initialization_options, client_settings
+        file_layer,
+        from_environment(environ),
+        client_section(initialization_options),
+        client_section(client_settings),
     )
     return settings, file_problems + problems

@@ -71,4 +71,6 @@ class Stats:
                 "p95": _percentile(self.first_token_ms, 0.95),
             },
             "tokensPerSecond": {"p50": _percentile(self.tokens_per_second, 0.5)},
+            "lastLatencyMs": self.latencies_ms[-1] if self.latencies_ms else None,
+            "lastTokensPerSecond": self.tokens_per_second[-1] if self.tokens_per_second else None,
         }

@@ -62,6 +62,8 @@ class Workspace:
         self.syntax = SyntaxStore()
         self.recent = RecentEdits()
         self.outlines: dict[str, Outline] = {}
+        self.window_tops: dict[str, int] = {}
+        """Each document's last context window top row (see `cursor_window`)."""
         self._refreshes: dict[str, asyncio.TimerHandle] = {}
 
     def open(self, uri: str, language_id: str, version: int, text: str) -> Document:
@@ -97,6 +99,7 @@ class Workspace:
         self.syntax.close(uri)
         self.recent.forget(uri)
         self.outlines.pop(uri, None)
+        self.window_tops.pop(uri, None)
         if (handle := self._refreshes.pop(uri, None)) is not None:
             handle.cancel()
 

@@ -89,16 +89,21 @@ async def test_closing_the_stream_hangs_up_on_the_server(cerebras: CerebrasTestS
     await backend.aclose()
 
 
-async def test_cerebras_warms_once_and_keeps_one_connection(cerebras: CerebrasTestServer) -> None:
+async def test_cerebras_completions_reuse_the_warm_connection(
+    cerebras: CerebrasTestServer,
+) -> None:
     backend = cerebras_backend(cerebras)
     await backend.warm()
-    assert any(request.path.endswith("tcp_warming") for request in cerebras.requests)
+    warming = [request for request in cerebras.requests if request.path.endswith("tcp_warming")]
+    assert len(warming) == 1
     assert await backend.list_models() == ["gpt-oss-120b", "qwen-3.8-27b"]
     for _ in range(3):
         assert "".join([delta async for delta in backend.stream(REQUEST)])
     await backend.aclose()
     assert len(cerebras.completion_requests) == 3
-    assert cerebras.connections_accepted == 1, "each completion must reuse the warm connection"
+    assert {request.connection_id for request in cerebras.completion_requests} == {
+        warming[0].connection_id
+    }, "each completion must reuse the warm connection"
 
 
 async def test_openai_chat_mode(cerebras: CerebrasTestServer) -> None:

@@ -227,17 +227,30 @@ async def test_single_line_requests_ask_the_provider_to_stop_at_the_newline(
 async def test_settings_change_switches_the_model(
     start_spark: StartSpark, cerebras: CerebrasTestServer
 ) -> None:
-    client = await start_spark(cerebras_options(cerebras))
+    options = cerebras_options(cerebras, maxTokens=7)
+    client = await start_spark(options)
     uri = open_document(client, "x = \n")
     await inline(client, uri, 0, 4)
+    del options["maxTokens"]
     client.workspace_did_change_configuration(
-        types.DidChangeConfigurationParams(settings={"lspSpark": {"model": "qwen-3.8-27b"}})
+        types.DidChangeConfigurationParams(
+            settings={"lspSpark": options | {"model": "qwen-3.8-27b"}, "pylsp": {"plugins": {}}}
+        )
     )
     await inline(client, uri, 0, 4)
     assert [r.body["model"] for r in cerebras.completion_requests] == [
         "gpt-oss-120b",
         "qwen-3.8-27b",
     ]
+    limits = [r.body["max_completion_tokens"] for r in cerebras.completion_requests]
+    assert limits[1] > limits[0], "a setting removed in the editor goes back to its default"
+    client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings={"pylsp": {"plugins": {}}})
+    )
+    await inline(client, uri, 0, 4)
+    assert not [m for m in client.messages if "invalid settings" in m.message], (
+        "other servers' sections are not ours to complain about"
+    )
 
 
 async def test_invalid_settings_give_one_message_and_keep_working(
@@ -248,7 +261,9 @@ async def test_invalid_settings_give_one_message_and_keep_working(
     uri = open_document(client, "x = \n")
     assert (await inline(client, uri, 0, 4)).items[0].insert_text == "1"
     client.workspace_did_change_configuration(
-        types.DidChangeConfigurationParams(settings={"lspSpark": {"colour": "red"}})
+        types.DidChangeConfigurationParams(
+            settings={"lspSpark": cerebras_options(cerebras, colour="red")}
+        )
     )
     assert (await inline(client, uri, 0, 4)).items[0].insert_text == "1"
     warnings = [m.message for m in client.messages if "invalid settings" in m.message]

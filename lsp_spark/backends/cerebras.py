@@ -1,10 +1,11 @@
-"""Cerebras through its official SDK: one client per process, chat-based fill-in-the-middle."""
+"""Cerebras: chat-based fill-in-the-middle streamed over one warm connection; the official SDK
+for what is not per keystroke."""
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import AsyncGenerator
+from typing import Any
 
 import httpx
 from cerebras.cloud.sdk import (
@@ -14,10 +15,10 @@ from cerebras.cloud.sdk import (
     AuthenticationError,
     CerebrasError,
     RateLimitError,
-    omit,
 )
 
 from lsp_spark.backends.base import Backend, BackendError, CompletionRequest, FailureKind
+from lsp_spark.backends.http import EventStreamClient
 from lsp_spark.prompts.chat import chat_messages
 
 log = logging.getLogger(__name__)
@@ -76,69 +77,34 @@ class CerebrasBackend(Backend):
             timeout=httpx.Timeout(timeout, connect=min(timeout, 3.0)),
             warm_tcp_connection=False,
         )
+        self._http = EventStreamClient(
+            base_url, service="Cerebras", api_key=api_key, timeout=timeout, skip_malformed=False
+        )
 
     async def stream(self, request: CompletionRequest) -> AsyncGenerator[str, None]:
-        """Read the SSE body to its very end, so the connection goes back to the pool.
-
-        The SDK's own stream stops at `[DONE]` before the chunked body's terminator and
-        httpx then drops the connection: every request would pay a new TCP/TLS handshake.
-        Parsing the events here also skips building a pydantic object per token.
-        """
-        try:
-            async with (
-                self._client.chat.completions.with_streaming_response.create(
-                    model=self.model,
-                    messages=chat_messages(request),  # type: ignore[arg-type]
-                    stream=True,
-                    max_completion_tokens=request.max_tokens
-                    + REASONING_ALLOWANCE.get(self._reasoning_effort, 0),
-                    stop=list(request.stop[:MAX_STOP_SEQUENCES]) or omit,
-                    temperature=request.temperature,
-                    reasoning_effort=self._reasoning_effort or omit,  # type: ignore[arg-type]
-                ) as response
-            ):
-                async for line in response.iter_lines():
-                    text = self._event_text(line)
-                    if text:
-                        yield text
-        except (CerebrasError, httpx.HTTPError) as error:
-            raise failure_from(error) from None
-
-    def _event_text(self, line: str) -> str:
-        if not line.startswith("data:"):
-            return ""
-        data = line[5:].strip()
-        if data == "[DONE]":
-            return ""
-        try:
-            payload = json.loads(data)
-        except json.JSONDecodeError:
-            raise BackendError(
-                FailureKind.BAD_RESPONSE, "Cerebras sent a malformed event."
-            ) from None
-        if error := payload.get("error"):
-            message = error.get("message") if isinstance(error, dict) else str(error)
-            raise BackendError(FailureKind.UNAVAILABLE, f"Cerebras stream error: {message}")
-        if usage := payload.get("usage"):
-            self.last_usage.prompt_tokens = usage.get("prompt_tokens") or 0
-            self.last_usage.completion_tokens = usage.get("completion_tokens") or 0
-        choices = payload.get("choices") or []
-        if not choices:
-            return ""
-        delta = choices[0].get("delta") or {}
-        return delta.get("content") or ""
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": chat_messages(request),
+            "stream": True,
+            "max_completion_tokens": request.max_tokens
+            + REASONING_ALLOWANCE.get(self._reasoning_effort, 0),
+            "temperature": request.temperature,
+        }
+        if request.stop:
+            body["stop"] = list(request.stop[:MAX_STOP_SEQUENCES])
+        if self._reasoning_effort:
+            body["reasoning_effort"] = self._reasoning_effort
+        async for payload in self._http.events("/v1/chat/completions", body):
+            if usage := payload.get("usage"):
+                self.last_usage.prompt_tokens = usage.get("prompt_tokens") or 0
+                self.last_usage.completion_tokens = usage.get("completion_tokens") or 0
+            choices = payload.get("choices") or []
+            if choices and (text := (choices[0].get("delta") or {}).get("content")):
+                yield text
 
     async def warm(self) -> None:
-        """Open the keep-alive connection so the first keystroke pays no handshake.
-
-        Touching the chat resource also builds the SDK's lazily imported request path now
-        (about 25 ms) rather than on the first keystroke.
-        """
-        _ = self._client.chat.completions.with_streaming_response
-        try:
-            await self._client.get("/v1/tcp_warming", cast_to=str, options={"timeout": 3.0})
-        except (CerebrasError, httpx.HTTPError) as error:
-            log.debug("warming the Cerebras connection failed: %s", type(error).__name__)
+        """Open the keep-alive connection so the first keystroke pays no handshake."""
+        await self._http.warm("/v1/tcp_warming")
 
     async def list_models(self) -> list[str]:
         try:
@@ -148,4 +114,5 @@ class CerebrasBackend(Backend):
         return [model.id for model in page.data]
 
     async def aclose(self) -> None:
+        await self._http.aclose()
         await self._client.close()

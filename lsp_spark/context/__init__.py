@@ -6,6 +6,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 NEXT_LINES_CHECKED = 3
+TOP_SLACK = 0.15
+"""Share of the prefix budget left unused when the window's top row moves, so the next
+keystrokes keep the same top (a stable prompt start, and no boundary search per key)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,8 +36,12 @@ def cursor_window(
     suffix_chars: int,
     first_row_at_or_after: Callable[[int], int] = lambda row: row,
     last_row_at_or_before: Callable[[int], int] = lambda row: row,
+    previous_top: int | None = None,
 ) -> CursorWindow:
     """Whole lines before and after the cursor within the budget.
+
+    `previous_top` is the top row of this document's last window: kept while it still fits
+    the budget and starts a statement, so typing does not move the prompt's start.
 
     Reads rows in small chunks and only as far as the budget reaches, so the cost does
     not grow with the file. The two callables move the window's edges to syntax
@@ -56,7 +63,14 @@ def cursor_window(
         top -= len(chunk)
     first = row - len(before)
     if first > 0:
-        first = min(first_row_at_or_after(first), row)
+        if (
+            previous_top is not None
+            and first <= previous_top <= row
+            and first_row_at_or_after(previous_top) == previous_top
+        ):
+            first = previous_top
+        else:
+            first = min(first_row_at_or_after(_after_slack(before, first, prefix_chars)), row)
         del before[row - first :]
     before.reverse()
     after: list[str] = []
@@ -83,3 +97,16 @@ def cursor_window(
         next_lines=tuple(after[:NEXT_LINES_CHECKED]),
         rows=range(first, last + 1),
     )
+
+
+def _after_slack(before: list[str], first: int, prefix_chars: int) -> int:
+    """The row past `first` that leaves TOP_SLACK of the budget unused (`before` runs from
+    the cursor's previous line upwards)."""
+    dropped = 0
+    row = first
+    for text in reversed(before):
+        if dropped >= prefix_chars * TOP_SLACK:
+            break
+        dropped += len(text) + 1
+        row += 1
+    return row

@@ -26,7 +26,8 @@ from lsp_spark.syntax.trees import SyntaxTree
 from lsp_spark.workspace import Workspace
 
 RELATED_DEADLINE = 0.004
-"""Seconds all related-code sources may take together; the rest are skipped, not awaited."""
+"""CPU seconds all related-code sources may take together; the rest are skipped, not awaited.
+Counted in this thread's CPU time, so a moment the machine is busy elsewhere costs no source."""
 PROMPT_ORDER = ("imports", "open_files", "definitions", "recent_edits", "scopes")
 
 
@@ -69,8 +70,10 @@ def build_context(
         column,
         prefix_chars=budget.chars(prefix_tokens),
         suffix_chars=budget.chars(budget.suffix_tokens),
+        previous_top=workspace.window_tops.get(document.uri),
         **aligners,
     )
+    workspace.window_tops[document.uri] = window.rows.start
     cursor_offset = document.offset_at(row, column, PositionEncoding.UTF32)
     cursor_byte = document.byte_offset_at(cursor_offset)
     region = outline.cursor_region(syntax, cursor_byte) if syntax is not None else "code"
@@ -131,7 +134,7 @@ def _related(
     options: ContextOptions,
 ) -> list[src.Snippet]:
     """Run the enabled sources by priority until the budget or the deadline runs out."""
-    deadline = time.perf_counter() + RELATED_DEADLINE
+    deadline = time.thread_time() + RELATED_DEADLINE
     text = window.prefix + window.suffix
     origin = src.filename_of(document.uri)
     outlines = workspace.outlines
@@ -168,7 +171,7 @@ def _related(
     chosen: list[src.Snippet] = []
     room = options.budget.related_tokens
     for propose in proposals:
-        if time.perf_counter() > deadline:
+        if time.thread_time() > deadline:
             break
         for snippet in propose():
             cost = options.budget.count(snippet.text)

@@ -1,0 +1,44 @@
+"""What the editor tests share: the editor binary (or a skip), and the server's environment."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from lsp_spark.testing import isolated_environment
+
+REQUIRE_EDITORS = "LSP_SPARK_REQUIRE_EDITORS"
+TEST_KEY = "test-key-not-a-secret"
+
+
+def editor_binary(name: str, path: str | None = None) -> str:
+    """The editor's path (searched in `path`, else PATH). Without it the test is skipped,
+    except in CI, which sets LSP_SPARK_REQUIRE_EDITORS=1 so a missing editor cannot pass
+    silently."""
+    found = shutil.which(name, path=path)
+    if found is not None:
+        return found
+    if os.environ.get(REQUIRE_EDITORS) == "1":
+        pytest.fail(f"{name} is not on PATH and {REQUIRE_EDITORS}=1")
+    pytest.skip(f"{name} is not on PATH (set {REQUIRE_EDITORS}=1 to make this a failure)")
+
+
+def spark_environment(home: Path, base_url: str) -> dict[str, str]:
+    """The environment an editor (and the server it starts) runs in: none of the user's
+    settings or files, the loopback Cerebras server, no debounce and no prefetch."""
+    for name in ("config", "data", "state", "cache"):
+        (home / name).mkdir(parents=True, exist_ok=True)
+    return isolated_environment(str(home / "config")) | {
+        "HOME": str(home),
+        "XDG_DATA_HOME": str(home / "data"),
+        "XDG_STATE_HOME": str(home / "state"),
+        "XDG_CACHE_HOME": str(home / "cache"),
+        "CEREBRAS_API_KEY": TEST_KEY,
+        "CEREBRAS_BASE_URL": base_url,
+        "LSP_SPARK_BACKEND": "cerebras",
+        "LSP_SPARK_DEBOUNCE_MS": "0",
+        "LSP_SPARK_PREFETCH": "false",
+    }
