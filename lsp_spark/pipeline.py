@@ -134,6 +134,14 @@ class CompletionEngine:
         self._unavailable_streak = 0
         self._background: set[asyncio.Task[Any]] = set()
 
+    def backend(self) -> Backend:
+        """The configured backend, for other pipelines (code actions); raises why there is none."""
+        if self._backend is None:
+            raise self._backend_failure or BackendError(
+                FailureKind.MISCONFIGURED, "lsp-spark has no backend configured yet."
+            )
+        return self._backend
+
     @property
     def backend_name(self) -> str:
         return self._backend.name if self._backend else "none"
@@ -513,10 +521,14 @@ class CompletionEngine:
             self._paused_until = now + (failure.retry_after or RATE_LIMIT_BACKOFF)
             message = f"lsp-spark: {failure.args[0]} Waiting before asking again."
         else:
+            # One dropped stream costs nothing: the next keystroke asks again. Failures in a
+            # row back off exponentially and are told once.
             low, high = UNAVAILABLE_BACKOFF
             self._unavailable_streak += 1
-            self._paused_until = now + min(high, low * 2 ** (self._unavailable_streak - 1))
-            message = f"lsp-spark: {failure.args[0]}"
+            if self._unavailable_streak == 1:
+                return
+            self._paused_until = now + min(high, low * 2 ** (self._unavailable_streak - 2))
+            message = f"lsp-spark: {failure.args[0]} Retrying with backoff."
         self.notifier.tell(failure.kind.value, message)
 
     def _succeeded(self) -> None:

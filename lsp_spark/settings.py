@@ -81,6 +81,25 @@ class Settings(BaseModel):
         default_factory=list, description="Post-processing filters to skip, by name."
     )
     log_level: Literal["error", "warning", "info", "debug"] = "info"
+    actions_model: str | None = Field(
+        default=None,
+        description="Model for code actions (edits, reviews); defaults to `model`. A deeper "
+        "model for harder work, a fast one for ghost text.",
+    )
+    actions_max_tokens: int = Field(default=4096, ge=64, le=32768)
+    security_review: bool = Field(
+        default=False, description="Review changed functions on save or pause for security flaws."
+    )
+    security_review_delay_ms: int = Field(default=1500, ge=100, le=60000)
+    exclude: list[str] = Field(
+        default_factory=list,
+        description="Globs of files that get no suggestions and never leave the machine, "
+        "added to the built-in list (.env*, *.pem, *.key, id_rsa*, credentials...).",
+    )
+    default_excludes: bool = True
+    redact_secrets: bool = Field(
+        default=True, description="Replace secrets in prompts before they leave the machine."
+    )
 
     def redacted(self) -> dict[str, Any]:
         """Settings as shown to people: the key is never printed, only whether it is set."""
