@@ -17,6 +17,8 @@ from lsp_spark.context.builder import BuiltContext, ContextOptions, build_contex
 from lsp_spark.context.sources import filename_of
 from lsp_spark.documents import Document
 from lsp_spark.postprocess import SuggestionStream
+from lsp_spark.privacy.exclusion import Exclusions
+from lsp_spark.privacy.redaction import contains_placeholder, redact_request
 from lsp_spark.scheduler import LatestOnly, outcome
 from lsp_spark.scheduler.cache import LineState, SuggestionCache
 from lsp_spark.scheduler.debounce import AdaptiveDebounce
@@ -133,6 +135,7 @@ class CompletionEngine:
         self._paused_until = 0.0
         self._unavailable_streak = 0
         self._background: set[asyncio.Task[Any]] = set()
+        self._configured = False
 
     def backend(self) -> Backend:
         """The configured backend, for other pipelines (code actions); raises why there is none."""
@@ -158,6 +161,15 @@ class CompletionEngine:
     async def configure(self, settings: Settings) -> None:
         """Apply new settings; rebuild the backend only when its own settings changed."""
         previous, self.settings = self.settings, settings
+        if (previous.exclude, previous.default_excludes) != (
+            settings.exclude,
+            settings.default_excludes,
+        ) or not self._configured:
+            self.workspace.set_exclusions(
+                Exclusions(settings.exclude, defaults=settings.default_excludes)
+            )
+            self.cache.clear()
+        self._configured = True
         self.notifier.forget()
         self._paused_until = 0.0
         unchanged = all(
@@ -299,7 +311,7 @@ class CompletionEngine:
         started = time.perf_counter()
         settings = self.settings
         backend = self._backend
-        if not settings.enable:
+        if not settings.enable or self.workspace.excluded(document.uri):
             return None
         if backend is None:
             if self._backend_failure is not None:
@@ -326,11 +338,16 @@ class CompletionEngine:
             multiline=multiline,
             context=built.related,
         )
+        if settings.redact_secrets:
+            request, redactions = redact_request(request)
+            self.stats.redactions.add(redactions)
         assembled = SuggestionStream(built.cursor, skip=frozenset(settings.disabled_filters))
         result = await self._generate(backend, request, assembled, started, context_ms)
         if result is None:
             return None
         text, replace_chars = result
+        if contains_placeholder(text):
+            text, replace_chars = "", 0
         if settings.cache:
             self.cache.remember(state, text, replace_chars)
         suggestion = self._deliver(text, replace_chars, backend, started)

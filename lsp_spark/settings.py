@@ -15,7 +15,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 import platformdirs
-from pydantic import AliasGenerator, BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import (
+    AliasGenerator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+)
 from pydantic.alias_generators import to_camel
 
 BackendName = Literal["auto", "cerebras", "openai", "local"]
@@ -100,6 +108,14 @@ class Settings(BaseModel):
     redact_secrets: bool = Field(
         default=True, description="Replace secrets in prompts before they leave the machine."
     )
+
+    @field_validator("context_sources", "disabled_filters", "exclude", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: Any) -> Any:
+        """Lists from environment variables arrive as `a,b,c`."""
+        if isinstance(value, str):
+            return [item.strip() for item in value.split(",") if item.strip()]
+        return value
 
     def redacted(self) -> dict[str, Any]:
         """Settings as shown to people: the key is never printed, only whether it is set."""

@@ -7,6 +7,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from lsp_spark.privacy.redaction import RedactionTally
+
 WINDOW = 500
 
 
@@ -16,6 +18,58 @@ def _percentile(samples: deque[float], fraction: float) -> float | None:
     if len(samples) == 1:
         return samples[0]
     return statistics.quantiles(samples, n=100, method="inclusive")[round(fraction * 100) - 1]
+
+
+@dataclass
+class ActionStats:
+    """Code actions and security reviews: how many, how fast, and what predictions saved."""
+
+    requested: int = 0
+    edited: int = 0
+    """Actions that produced an edit (the client may still decline to apply it)."""
+    applied: int = 0
+    """Edits the client confirmed applying (the command path, through workspace/applyEdit)."""
+    refused: int = 0
+    """Model output rejected (empty, or it broke the parse) or the backend failed."""
+    cancelled: int = 0
+    superseded: int = 0
+    lines_changed: int = 0
+    accepted_prediction_tokens: int = 0
+    rejected_prediction_tokens: int = 0
+    latencies_ms: deque[float] = field(default_factory=lambda: deque(maxlen=WINDOW))
+    reviews: int = 0
+    """Review requests sent upstream."""
+    reviewed_functions: int = 0
+    review_cache_hits: int = 0
+    """Functions whose review came from the cache (unchanged content), never re-sent."""
+    findings: int = 0
+
+    def snapshot(self) -> dict[str, Any]:
+        return {
+            "actions": {
+                "requested": self.requested,
+                "edited": self.edited,
+                "applied": self.applied,
+                "refused": self.refused,
+                "cancelled": self.cancelled,
+                "superseded": self.superseded,
+                "linesChanged": self.lines_changed,
+                "latencyMs": {
+                    "p50": _percentile(self.latencies_ms, 0.5),
+                    "p95": _percentile(self.latencies_ms, 0.95),
+                },
+            },
+            "predictionTokens": {
+                "accepted": self.accepted_prediction_tokens,
+                "rejected": self.rejected_prediction_tokens,
+            },
+            "securityReview": {
+                "requests": self.reviews,
+                "functionsReviewed": self.reviewed_functions,
+                "cacheHits": self.review_cache_hits,
+                "findings": self.findings,
+            },
+        }
 
 
 @dataclass
@@ -39,6 +93,8 @@ class Stats:
     latencies_ms: deque[float] = field(default_factory=lambda: deque(maxlen=WINDOW))
     first_token_ms: deque[float] = field(default_factory=lambda: deque(maxlen=WINDOW))
     tokens_per_second: deque[float] = field(default_factory=lambda: deque(maxlen=WINDOW))
+    redactions: RedactionTally = field(default_factory=RedactionTally)
+    actions: ActionStats = field(default_factory=ActionStats)
 
     def snapshot(self, backend: str, model: str) -> dict[str, Any]:
         looked_up = self.cache_hits + self.upstream_requests - self.prefetches
@@ -73,4 +129,10 @@ class Stats:
             "tokensPerSecond": {"p50": _percentile(self.tokens_per_second, 0.5)},
             "lastLatencyMs": self.latencies_ms[-1] if self.latencies_ms else None,
             "lastTokensPerSecond": self.tokens_per_second[-1] if self.tokens_per_second else None,
+            "redactions": {
+                "prompts": self.redactions.prompts,
+                "secrets": self.redactions.total,
+                "byKind": self.redactions.snapshot(),
+            },
+            **self.actions.snapshot(),
         }

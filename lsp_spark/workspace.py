@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from lsp_spark.documents import Change, Document, DocumentStore, PositionEncoding
 from lsp_spark.postprocess.filters import detect_indent_unit
+from lsp_spark.privacy.exclusion import Exclusions
 from lsp_spark.syntax import outline
 from lsp_spark.syntax.grammars import QUERY_NAMES, query_for
 from lsp_spark.syntax.trees import SyntaxStore, SyntaxTree
@@ -62,6 +63,9 @@ class Workspace:
         self.syntax = SyntaxStore()
         self.recent = RecentEdits()
         self.outlines: dict[str, Outline] = {}
+        self.exclusions = Exclusions()
+        """Excluded documents get no outline and no recent-edit record, so no context
+        source can ever reach their text."""
         self.window_tops: dict[str, int] = {}
         """Each document's last context window top row (see `cursor_window`)."""
         self._refreshes: dict[str, asyncio.TimerHandle] = {}
@@ -81,9 +85,26 @@ class Workspace:
         changes = list(changes)
         edits = self.documents.change(uri, version, changes, encoding)
         self.syntax.change(uri, edits)
+        if self.exclusions.excludes(uri):
+            return
         for edit in edits:
             self.recent.record(uri, edit.start_point[0])
         self._schedule_outline(uri)
+
+    def excluded(self, uri: str) -> bool:
+        return self.exclusions.excludes(uri)
+
+    def set_exclusions(self, exclusions: Exclusions) -> None:
+        """Newly excluded open documents lose what they had lent to other files' context."""
+        self.exclusions = exclusions
+        for uri in [document.uri for document in self.documents]:
+            if exclusions.excludes(uri):
+                self.outlines.pop(uri, None)
+                self.recent.forget(uri)
+                if (handle := self._refreshes.pop(uri, None)) is not None:
+                    handle.cancel()
+            elif uri not in self.outlines:
+                self._schedule_outline(uri)
 
     def _prepare(self, uri: str) -> None:
         """Parse a newly opened file and compile its language's queries right away, so the
@@ -108,6 +129,8 @@ class Workspace:
 
     def _schedule_outline(self, uri: str, delay: float = OUTLINE_REFRESH_DELAY) -> None:
         """Refresh the outline after typing pauses; outside an event loop, only on request."""
+        if self.exclusions.excludes(uri):
+            return
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
@@ -119,7 +142,7 @@ class Workspace:
     def refresh_outline(self, uri: str) -> None:
         self._refreshes.pop(uri, None)
         syntax = self.syntax.get(uri)
-        if syntax is None:
+        if syntax is None or self.exclusions.excludes(uri):
             return
         definitions = tuple(outline.definitions(syntax))
         signatures: dict[str, str] = {}

@@ -58,3 +58,16 @@ def test_the_key_is_never_shown() -> None:
     assert "sk-very-secret" not in repr(shown)
     assert "sk-very-secret" not in repr(loaded)
     assert shown["apiKey"] == "set"
+
+
+def test_lists_from_the_environment_are_comma_separated(tmp_path: Path) -> None:
+    loaded, problems = settings.load(
+        environ={
+            "LSP_SPARK_EXCLUDE": "**/private/**, *.secret",
+            "LSP_SPARK_CONTEXT_SOURCES": "imports",
+        },
+        config_file=tmp_path / "missing.toml",
+    )
+    assert problems == []
+    assert loaded.exclude == ["**/private/**", "*.secret"]
+    assert loaded.context_sources == ["imports"]

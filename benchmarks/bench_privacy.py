@@ -1,0 +1,171 @@
+"""Cost of redacting an 8 KB prompt and of deciding whether a file is excluded.
+
+Run ``python benchmarks/bench_privacy.py``: prints p50/p95 microseconds per call and
+writes ``benchmarks/results/privacy.json``. Redaction runs on every prompt, so the case
+that matters is ordinary code with no secret in it (budget: well under 500 µs); the
+cases with secrets and the worst cases show what the rarer paths cost.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import random
+import statistics
+import string
+import sys
+from collections.abc import Callable, Iterator
+from functools import partial
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from timing import time_each
+
+from lsp_spark.privacy import Exclusions, redact, redact_parts
+
+ROOT = Path(__file__).resolve().parent.parent
+SIZE = 8192
+CALLS = 2000
+EXCLUSION_CALLS = 20_000
+BUDGET_US = 500.0
+RESULTS = Path(__file__).resolve().parent / "results" / "privacy.json"
+ALNUM = string.ascii_letters + string.digits
+
+
+def measure(calls: Iterator[Callable[[], object]]) -> dict[str, float]:
+    samples = time_each(calls)
+    return {
+        "p50_us": samples[len(samples) // 2] / 1000,
+        "p95_us": samples[len(samples) * 95 // 100] / 1000,
+        "mean_us": statistics.fmean(samples) / 1000,
+        "calls": len(samples),
+    }
+
+
+def repeat(call: Callable[[], object], times: int = CALLS) -> Iterator[Callable[[], object]]:
+    for _ in range(times):
+        yield call
+
+
+def to_size(text: str) -> str:
+    return (text * (SIZE // len(text) + 1))[:SIZE]
+
+
+def fake(rng: random.Random, alphabet: str, length: int) -> str:
+    return "".join(rng.choice(alphabet) for _ in range(length))
+
+
+def source(*names: str) -> str:
+    """Real code from this repository (not the privacy package, which is all secret words)."""
+    return to_size("".join((ROOT / "lsp_spark" / name).read_text("utf-8") for name in names))
+
+
+def config_with_secrets(rng: random.Random) -> str:
+    """Settings-like text with a secret on most lines, repeated to 8 KB."""
+    block = f"""import os
+
+DEBUG = os.environ.get("DEBUG") == "1"
+DATABASE_URL = "postgres://app:{fake(rng, ALNUM, 12)}@db:5432/app"
+SECRET_KEY = "{fake(rng, ALNUM, 40)}"
+GITHUB_TOKEN = "{"gh" + "p_" + fake(rng, ALNUM, 36)}"
+OPENAI_API_KEY = "{"sk-" + "proj-" + fake(rng, ALNUM, 48)}"
+AWS_ACCESS_KEY_ID = "{"AK" + "IA" + fake(rng, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 16)}"
+STRIPE_KEY = "{"sk" + "_live_" + fake(rng, ALNUM, 24)}"
+HEADERS = {{"Authorization": "Bearer {fake(rng, ALNUM, 32)}"}}
+password = "{fake(rng, ALNUM, 14)}"
+api_key: str = "{fake(rng, ALNUM, 32)}"
+JWT = "{"ey" + "JhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0." + fake(rng, ALNUM, 43)}"
+
+
+def connect(settings):
+    return Client(settings.api_key, timeout=settings.timeout)
+"""
+    return to_size(block)
+
+
+def key_block(rng: random.Random) -> str:
+    lines = "\n".join(fake(rng, ALNUM + "+/", 64) for _ in range(SIZE // 65))
+    return ("-----" + "BEGIN PRIVATE KEY-----\n" + lines + "\n-----END PRIVATE KEY-----\n")[:SIZE]
+
+
+def base64_blob(rng: random.Random) -> str:
+    return to_size(f'ICON_PNG = "{fake(rng, ALNUM + "+/", SIZE)}"\n')
+
+
+def redaction_cases(rng: random.Random) -> dict[str, str]:
+    plain = (ROOT / "fixtures" / "privacy" / "plain-code.input.py").read_text("utf-8")
+    return {
+        "Python, no secrets (server.py)": source("server.py"),
+        "Python, no secrets, non-ASCII (pipeline.py)": source("pipeline.py"),
+        "secret-sounding code, no secrets": to_size(plain),
+        "settings full of secrets": config_with_secrets(rng),
+        "worst: one 8 KB private key block": key_block(rng),
+        "worst: 8 KB base64 literal": base64_blob(rng),
+    }
+
+
+def exclusion_cases() -> dict[str, Iterator[Callable[[], object]]]:
+    exclusions = Exclusions(["*.secret.py", "!.env.example"])
+    warm = "file:///home/u/project/src/app/main.py"
+    exclusions.excludes(warm)
+    fresh = [f"file:///home/u/project/src/pkg{i}/module_{i}.py" for i in range(EXCLUSION_CALLS)]
+    return {
+        "Exclusions.excludes, URI seen before": repeat(
+            partial(exclusions.excludes, warm), EXCLUSION_CALLS
+        ),
+        "Exclusions.excludes, new URI": (partial(exclusions.excludes, uri) for uri in fresh),
+        "Exclusions(...) built from defaults + 2 globs": repeat(
+            partial(Exclusions, ["*.secret.py", "!.env.example"]), 200
+        ),
+    }
+
+
+def run() -> tuple[dict[str, dict[str, float]], dict[str, dict[str, int]]]:
+    rng = random.Random(20240611)
+    results: dict[str, dict[str, float]] = {}
+    counts: dict[str, dict[str, int]] = {}
+    for name, text in redaction_cases(rng).items():
+        counts[name] = redact(text).counts
+        results[f"redact: {name}"] = measure(repeat(partial(redact, text)))
+    text = source("server.py")
+    middle = len(text) // 2
+    results["redact_parts: prefix + suffix around the cursor (server.py)"] = measure(
+        repeat(partial(redact_parts, text[:middle], text[middle:]))
+    )
+    for name, calls in exclusion_cases().items():
+        results[name] = measure(calls)
+    return results, counts
+
+
+def main() -> None:
+    results, counts = run()
+    width = max(map(len, results))
+    print(f"{SIZE} characters per prompt, Python {platform.python_version()}")
+    print(f"{'operation':<{width}}  {'p50 µs':>8}  {'p95 µs':>8}  {'mean µs':>8}")
+    for name, stats in results.items():
+        print(
+            f"{name:<{width}}  {stats['p50_us']:>8.2f}  {stats['p95_us']:>8.2f}"
+            f"  {stats['mean_us']:>8.2f}"
+        )
+    plain = [stats for name, stats in results.items() if "no secrets" in name]
+    worst = max(stats["p95_us"] for stats in plain)
+    verdict = "within" if worst < BUDGET_US else "OVER"
+    print(f"no-secret prompts: worst p95 {worst:.0f} µs, {verdict} the {BUDGET_US:.0f} µs budget")
+    for name, found in counts.items():
+        print(f"  found in {name!r}: {sum(found.values())} {dict(sorted(found.items()))}")
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    report = {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "prompt_chars": SIZE,
+        "budget_us": BUDGET_US,
+        "results": results,
+        "redactions_found": counts,
+    }
+    RESULTS.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"wrote {RESULTS}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,713 @@
+"""Secrets are cut out of every prompt before it leaves the machine.
+
+Each secret is replaced by `<redacted:KIND>`, and only the secret: quotes, the name it is
+assigned to, the user and host of a URL and the markers of a key block stay, so the
+model still sees code of the same shape and carries on sensibly. The placeholder itself
+never looks like a secret, which makes `redact` idempotent.
+
+This runs on every keystroke's prompt, so the common case (no secret at all) is kept to
+a handful of scans: `str.find` for literal markers and secret-looking names, and one
+regex for the long runs that prefixed tokens need. The rules that look closer only run
+where a scan found something. Rules, in the order they run:
+
+- `private-key`: PEM/OpenSSH/PGP private key blocks, also inside escaped strings; a
+  block cut by the window's start or end is redacted to that edge;
+- tokens recognised by their prefix: AWS access key ids, GitHub, GitLab, Slack, Stripe,
+  Google API keys, OpenAI, Anthropic, Cerebras, Hugging Face, npm, PyPI, and JWTs;
+- `url-password`: the password in `scheme://user:password@host`;
+- `auth-header`: the credentials of an `Authorization` header or a `Bearer` token;
+- assignments to secret-looking names (`password = "…"`, `API_KEY=…`, `"token": "…"`,
+  `<password>…</password>`, `--password …`): `password` and `secret` when the name
+  says so plainly and the value is a literal that is no placeholder, `high-entropy`
+  when the name only hints at it (`key`, `auth`, `credentials`) and the value looks
+  random.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, replace
+from itertools import pairwise
+
+from lsp_spark.backends.base import CompletionRequest
+
+PLACEHOLDER = re.compile(r"<redacted:[a-z0-9-]+>")
+"""What every redaction leaves behind; a suggestion that contains it must not be shown,
+or accepting it would write the placeholder into the user's file."""
+
+
+def placeholder(kind: str) -> str:
+    return f"<redacted:{kind}>"
+
+
+@dataclass(frozen=True, slots=True)
+class Redacted:
+    """`text` with its secrets replaced; `counts` says how many of each kind."""
+
+    text: str
+    counts: dict[str, int]
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+
+@dataclass(frozen=True, slots=True)
+class RedactedParts:
+    """Consecutive pieces of one text (the prefix and suffix around the cursor) redacted
+    as one, so that a secret the cursor splits is still recognised."""
+
+    parts: tuple[str, ...]
+    counts: dict[str, int]
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+
+MAX_PASSES = 4
+"""Taking a secret out can end the text that hid another (`Bearer x…PASSWORD=y` only
+shows its token once `y` is gone), so the rules run again until nothing changes. Text
+without secrets takes one pass; placeholders never match, so this ends quickly."""
+
+
+def redact(text: str) -> Redacted:
+    """`text` with every secret the rules recognise replaced by a placeholder."""
+    result = redact_parts(text)
+    return Redacted(result.parts[0], result.counts)
+
+
+def redact_parts(*parts: str) -> RedactedParts:
+    """Redact the concatenation of `parts` and cut it back at the same places.
+
+    A secret that straddles a cut becomes one placeholder at the end of the earlier
+    part; the later part resumes after the secret.
+    """
+    if not parts:
+        return RedactedParts((), {})
+    text = "".join(parts)
+    cuts = []
+    offset = 0
+    for part in parts[:-1]:
+        offset += len(part)
+        cuts.append(offset)
+    counts: Counter[str] = Counter()
+    for _ in range(MAX_PASSES):
+        changed = False
+        for stage in _STAGES:
+            spans = stage(text)
+            if spans:
+                text, cuts = _splice(text, spans, cuts, counts)
+                changed = True
+        if not changed:
+            break
+    bounds = [0, *cuts, len(text)]
+    return RedactedParts(tuple(text[start:end] for start, end in pairwise(bounds)), dict(counts))
+
+
+def redact_request(request: CompletionRequest) -> tuple[CompletionRequest, dict[str, int]]:
+    """The request with its prefix and suffix (redacted together, across the cursor) and
+    its context redacted, plus how many secrets of each kind were taken out."""
+    around = redact_parts(request.prefix, request.suffix)
+    context = redact(request.context)
+    counts = Counter(around.counts)
+    counts.update(context.counts)
+    prefix, suffix = around.parts
+    return replace(request, prefix=prefix, suffix=suffix, context=context.text), dict(counts)
+
+
+def contains_placeholder(text: str) -> bool:
+    """True when `text` (a model's answer) repeats a redaction placeholder."""
+    return "<redacted:" in text and PLACEHOLDER.search(text) is not None
+
+
+class RedactionTally:
+    """Running totals per kind, for `lspSpark/stats`."""
+
+    def __init__(self) -> None:
+        self._counts: Counter[str] = Counter()
+        self.prompts = 0
+        """Prompts that had at least one secret taken out."""
+
+    def add(self, counts: Mapping[str, int]) -> None:
+        if any(counts.values()):
+            self.prompts += 1
+            self._counts.update(counts)
+
+    def snapshot(self) -> dict[str, int]:
+        return dict(sorted(self._counts.items()))
+
+    @property
+    def total(self) -> int:
+        return sum(self._counts.values())
+
+
+Span = tuple[int, int, str]
+"""Start, end and kind of one secret in the text a stage looked at."""
+
+
+def _splice(
+    text: str, spans: list[Span], cuts: list[int], counts: Counter[str]
+) -> tuple[str, list[int]]:
+    """Replace `spans` with placeholders, moving each cut with the text around it."""
+    pieces = []
+    position = 0
+    shifts: list[tuple[int, int, int]] = []
+    for start, end, kind in sorted(spans):
+        if start < position:
+            continue
+        replacement = placeholder(kind)
+        pieces.append(text[position:start])
+        pieces.append(replacement)
+        shifts.append((start, end, len(replacement) - (end - start)))
+        counts[kind] += 1
+        position = end
+    pieces.append(text[position:])
+    moved = []
+    for cut in cuts:
+        delta = 0
+        new_cut = None
+        for start, end, shift in shifts:
+            if end <= cut:
+                delta += shift
+            elif start < cut:
+                new_cut = end + delta + shift
+                break
+            else:
+                break
+        moved.append(new_cut if new_cut is not None else cut + delta)
+    return "".join(pieces), moved
+
+
+# --- Private key blocks ------------------------------------------------------------
+
+_KEY_MARKER = re.compile(r"-----(BEGIN|END) (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
+_BASE64 = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=")
+_GLUE_CHARS = frozenset(" \t\r\n\"'+,`\\")
+_GLUE = r"(?:\\[nr]|[\s\"'`]|[+,](?=[\s\"'`])|\\(?=\r?\n))"
+"""What holds a key's lines together in source: newlines, escaped newlines, quotes and
+the `+` or `,` between string literals (not a `+` that is part of the base64)."""
+_LEADING_GLUE = re.compile(f"{_GLUE}*")
+_QUOTES = frozenset(" \t\r\n\"'`")
+"""What may follow a `+` or `,` that joins string literals (the empty string at the end
+of the text never does)."""
+MIN_KEY_CHARS = 16
+"""Base64 characters that must follow a BEGIN (or precede an END) marker for it to be
+a key and not code that mentions the marker, unless the window ends (or starts) first."""
+_KEY_BODY_START = re.compile(
+    rf"{_GLUE}*(?:[A-Za-z0-9+/=]{{{MIN_KEY_CHARS}}}|(?:Proc-Type|DEK-Info|Version|Comment):"
+    rf"|(?:[A-Za-z0-9+/=]|{_GLUE})*+\Z)"
+)
+
+
+def _private_keys(text: str) -> list[Span]:
+    if "PRIVATE KEY" not in text:
+        return []
+    spans: list[Span] = []
+    done = 0
+    markers = list(_KEY_MARKER.finditer(text))
+    for index, marker in enumerate(markers):
+        if marker.start() < done:
+            continue
+        if marker.group(1) == "BEGIN":
+            if not _KEY_BODY_START.match(text, marker.end()):
+                continue
+            end = next((m for m in markers[index + 1 :] if m.group(1) == "END"), None)
+            body_end = end.start() if end else len(text)
+            _add_key_body(spans, text, marker.end(), body_end)
+            done = end.end() if end else len(text)
+        else:
+            if _key_ends_at(text, done, marker.start()):
+                _add_key_body(spans, text, done, marker.start())
+            done = marker.end()
+    return spans
+
+
+def _key_ends_at(text: str, start: int, end: int) -> bool:
+    """Whether the text before an END marker whose BEGIN is not in view is key material:
+    enough base64 between it and the last other character, or nothing else back to
+    where the window (or the previous block) starts."""
+    seen = 0
+    index = end
+    while index > start:
+        char = text[index - 1]
+        if char in _BASE64:
+            seen += 1
+            if seen >= MIN_KEY_CHARS:
+                return True
+        elif char not in _GLUE_CHARS:
+            return False
+        index -= 1
+    return seen > 0
+
+
+def _add_key_body(spans: list[Span], text: str, start: int, end: int) -> None:
+    """The body between the markers, without the glue at either end, so that string
+    quotes and line breaks around the placeholder stay."""
+    lead = _LEADING_GLUE.match(text, start, end)
+    body_start = lead.end() if lead else start
+    body_end = end
+    while body_end > body_start:
+        char = text[body_end - 1]
+        if char in " \t\r\n\"'`" or (char in "+," and text[body_end : body_end + 1] in _QUOTES):
+            body_end -= 1
+        elif char in "nr" and body_end - 2 >= body_start and text[body_end - 2] == "\\":
+            body_end -= 2
+        else:
+            break
+    if body_end > body_start and text[body_start:body_end] != placeholder("private-key"):
+        spans.append((body_start, body_end, "private-key"))
+
+
+# --- Tokens recognised by their prefix ---------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _TokenRule:
+    kind: str
+    prefixes: tuple[str, ...]
+    pattern: re.Pattern[str]
+    check: Callable[[str], bool] | None = None
+
+
+def _random_segment(token: str) -> bool:
+    """A generic prefix (`sk-`) is only a key when a long, mixed run of letters and
+    digits follows, which CSS classes and slugs like `sk-circle-bounce-delay` lack."""
+    return any(
+        len(segment) >= 16
+        and any(c.isdigit() for c in segment)
+        and any(c.isalpha() for c in segment)
+        for segment in re.split(r"[-_]", token)
+    )
+
+
+def _mixed_case(token: str) -> bool:
+    body = token[3:]
+    return any(c.isupper() for c in body) and any(c.islower() for c in body)
+
+
+_TOKEN_END = r"(?![A-Za-z0-9_-])"
+_TOKEN_RULES: tuple[_TokenRule, ...] = (
+    _TokenRule(
+        "aws-access-key",
+        ("AKIA", "ASIA", "ABIA", "ACCA", "A3T"),
+        re.compile(r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}" + _TOKEN_END),
+    ),
+    _TokenRule(
+        "github-token",
+        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+        re.compile(
+            r"(?:gh[pousr]_[A-Za-z0-9]{36,251}|github_pat_[A-Za-z0-9_]{22,251})" + _TOKEN_END
+        ),
+    ),
+    _TokenRule(
+        "gitlab-token",
+        ("glpat-", "gldt-", "glrt-", "glptt-", "glcbt-", "gloas-", "glsoat-"),
+        re.compile(r"gl(?:pat|dt|rt|ptt|cbt|oas|soat)-[A-Za-z0-9_-]{20,}" + _TOKEN_END),
+    ),
+    _TokenRule(
+        "slack-token",
+        ("xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxr-", "xoxs-", "xapp-"),
+        re.compile(r"(?:xox[abposr]|xapp)-[A-Za-z0-9-]{10,}" + _TOKEN_END),
+        lambda token: any(c.isdigit() for c in token),
+    ),
+    _TokenRule(
+        "stripe-key",
+        ("sk_live_", "rk_live_", "sk_test_", "rk_test_", "whsec_"),
+        re.compile(
+            r"(?:[sr]k_(?:live|test)_[A-Za-z0-9]{16,}|whsec_[A-Za-z0-9+/=]{24,})" + _TOKEN_END
+        ),
+    ),
+    _TokenRule(
+        "google-api-key",
+        ("AIza",),
+        re.compile(r"AIza[A-Za-z0-9_-]{35}" + _TOKEN_END),
+    ),
+    _TokenRule(
+        "anthropic-key",
+        ("sk-ant-",),
+        re.compile(r"sk-ant-[a-z]+[0-9]*-[A-Za-z0-9_-]{20,}" + _TOKEN_END),
+    ),
+    _TokenRule(
+        "openai-key",
+        ("sk-",),
+        re.compile(r"sk-[A-Za-z0-9_-]{20,}" + _TOKEN_END),
+        _random_segment,
+    ),
+    _TokenRule(
+        "cerebras-key",
+        ("csk-", "csk_"),
+        re.compile(r"csk[-_][A-Za-z0-9]{32,}" + _TOKEN_END),
+        _random_segment,
+    ),
+    _TokenRule(
+        "huggingface-token",
+        ("hf_",),
+        re.compile(r"hf_[A-Za-z]{30,}" + _TOKEN_END),
+        _mixed_case,
+    ),
+    _TokenRule(
+        "npm-token",
+        ("npm_",),
+        re.compile(r"npm_[A-Za-z0-9]{36}" + _TOKEN_END),
+    ),
+    _TokenRule(
+        "pypi-token",
+        ("pypi-Ag",),
+        re.compile(r"pypi-Ag[A-Za-z0-9_-]{40,}" + _TOKEN_END),
+    ),
+    _TokenRule(
+        "jwt",
+        ("eyJ",),
+        re.compile(r"eyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]*" + _TOKEN_END),
+    ),
+)
+_TOKEN_PREFIXES = tuple(prefix for rule in _TOKEN_RULES for prefix in rule.prefixes)
+_WORD_RUN = re.compile(
+    rf"\b[{''.join(sorted({prefix[0] for prefix in _TOKEN_PREFIXES}))}][\w-]{{15,}}", re.ASCII
+)
+"""Every token above starts a run of at least 16 word characters and dashes with one of
+the prefixes' first letters; one scan for such runs is much cheaper than a search per
+prefix."""
+
+
+def _tokens(text: str) -> list[Span]:
+    spans: list[Span] = []
+    covered = 0
+    for run in _WORD_RUN.finditer(text):
+        start = run.start()
+        if start < covered or not text.startswith(_TOKEN_PREFIXES, start):
+            continue
+        if start and text[start - 1] in "-_":
+            continue
+        for rule in _TOKEN_RULES:
+            if not text.startswith(rule.prefixes, start):
+                continue
+            match = rule.pattern.match(text, start)
+            if match and (rule.check is None or rule.check(match.group())):
+                spans.append((start, match.end(), rule.kind))
+                covered = match.end()
+                break
+    return spans
+
+
+# --- Passwords in URLs and Authorization headers ------------------------------------
+
+_URL_PASSWORD = re.compile(
+    r"://(?<=[A-Za-z0-9]://)[^\s:/?#@\"'`<>(){}\[\]]*:(?P<password>[^\s/?#\"'`<>]+)@"
+)
+"""Starts with the literal `://` (the scheme is checked behind it) so that the regex
+engine can jump from one `://` to the next instead of trying every position."""
+_SLACK_WEBHOOK = re.compile(r"hooks\.slack\.com/services/(?P<path>T[A-Z0-9]+/B[A-Z0-9]+/\w+)")
+
+
+def _url_passwords(text: str) -> list[Span]:
+    spans: list[Span] = []
+    if "://" not in text:
+        return spans
+    for match in _URL_PASSWORD.finditer(text):
+        if not _is_placeholder(match.group("password")):
+            spans.append((*match.span("password"), "url-password"))
+    if "hooks.slack.com/" in text:
+        spans.extend(
+            (*match.span("path"), "slack-webhook") for match in _SLACK_WEBHOOK.finditer(text)
+        )
+    return spans
+
+
+_AUTH_HEADER = re.compile(
+    r"(?i:(?:proxy-)?authorization)[\"'`]?\]?[ \t]*[:=,][ \t]*(?:[bBfFrR]?[\"'`])?[ \t]*"
+    r"(?:(?P<scheme>(?i:bearer|basic|token|digest|apikey))[ \t]+)?"
+    r"(?P<credentials>[A-Za-z0-9._~+/-]{8,}=*)(?![A-Za-z0-9._~+/=-])"
+)
+_BEARER = re.compile(
+    r"(?<![A-Za-z])(?i:bearer)[ \t]+(?P<credentials>[A-Za-z0-9._~+/-]{20,}=*)"
+    r"(?![A-Za-z0-9._~+/=-])"
+)
+
+
+def _auth_headers(text: str, lowered: str) -> list[Span]:
+    spans: list[Span] = []
+    for index in _occurrences(lowered, "authorization"):
+        start = index - 6 if lowered.startswith("proxy-", max(index - 6, 0)) else index
+        match = _AUTH_HEADER.match(text, start)
+        if match is None:
+            continue
+        credentials = match.group("credentials")
+        if (match.group("scheme") or _looks_random(credentials)) and not _is_placeholder(
+            credentials
+        ):
+            spans.append((*match.span("credentials"), "auth-header"))
+    taken = {start for start, _, _ in spans}
+    for index in _occurrences(lowered, "bearer"):
+        match = _BEARER.match(text, index)
+        if (
+            match is not None
+            and match.start("credentials") not in taken
+            and _looks_random(match.group("credentials"))
+        ):
+            spans.append((*match.span("credentials"), "auth-header"))
+    return spans
+
+
+def _occurrences(lowered: str, word: str) -> Iterator[int]:
+    """Where `word` occurs: `str.find` skips ahead far faster than a case-insensitive
+    regex can."""
+    index = lowered.find(word)
+    while index != -1:
+        yield index
+        index = lowered.find(word, index + len(word))
+
+
+# --- Assignments to secret-looking names --------------------------------------------
+
+_NAME_STEMS = ("pass", "secret", "token", "key", "auth", "cred")
+_NAME_END = re.compile(
+    r"(?:pass(?:word|wd|phrase)?|secrets?|token|key|auth|cred(?:ential)?s?)[0-9]*(?![a-z])"
+    r"(?=[\"'`]?\]?[ \t]*[:=,>!]|[ \t])"
+)
+"""The stem must end the name (`api_token`, `dbPassword`), not start it (`token_type`,
+`passwordHash`, `tokenizer`), and something that may assign to it must follow."""
+_STRONG_KEY_OWNER = re.compile(
+    r"(?:api|access|secret|private|client|signing|encryption|master|app|consumer|license"
+    r"|session|jwt|hmac|subscription|account|deploy|webhook|ssh|auth|service|admin|bot"
+    r"|storage|shared|priv)[_.-]?$"
+)
+_PUBLIC_KEY_NAME = re.compile(r"(?:public|pub|publishable)[_.-]?key[0-9]*$")
+"""Public keys look as random as private ones but are meant to be shared."""
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_$-")
+_ASSIGNMENT = re.compile(
+    r"""(?P<close>["'`]?\]?)
+    (?:[ \t]*:[ \t]*[&*]?[A-Za-z_][\w.]*(?:\[[^\]\n]*\])?(?:[ \t]*\|[ \t]*[A-Za-z_][\w.]*)*
+       (?=[ \t]*=[^=>]))?
+    (?P<sep>[ \t]*(?::=|=>|==|!=|=|:|,|>)[ \t]*|[ \t]+)
+    (?:
+        [bBrRuUfF]{0,2}(?P<quote>["'`])(?P<quoted>(?:[^"'`\\\n]|\\.|(?!(?P=quote))["'`])*)
+        (?:(?P=quote)|\Z)
+      | (?P<bare>[^\s"'`<>(){}\[\],;&]+)
+    )""",
+    re.VERBOSE,
+)
+_BARE_END = re.compile(r"[ \t]*(?:\r?\n|\Z|[ \t]#|[\"'`&])")
+_AWS_SECRET = re.compile(r"[A-Za-z0-9/+]{40}")
+_AWS_SECRET_NAME = re.compile(r"aws.*secret|secret.*access")
+_ENV_NAME = re.compile(r"(?:export[ \t]+|ENV[ \t]+|set[ \t]+|-[ \t]+)?[A-Z][A-Z0-9_]*")
+_DOTTED = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|->|::)[A-Za-z_$][\w$]*)+")
+_IDENTIFIER = re.compile(r"[A-Za-z_$][\w$]*")
+_CAMEL_HUMP = re.compile(r"[a-z][A-Z]")
+MIN_SECRET_CHARS = 8
+
+
+def _assignments(text: str, lowered: str) -> list[Span]:
+    found: dict[int, Span] = {}
+    for stem in _NAME_STEMS:
+        # Inlined rather than calling per occurrence: names like `tokens` and `key_for`
+        # are common in ordinary code and most occurrences stop at the first check.
+        index = lowered.find(stem)
+        while index != -1:
+            tail = _NAME_END.match(lowered, index)
+            if tail is not None:
+                span = _assignment_at(text, lowered, index, stem, tail)
+                if span is not None:
+                    found.setdefault(span[0], span)
+            index = lowered.find(stem, index + len(stem))
+    return list(found.values())
+
+
+def _assignment_at(
+    text: str, lowered: str, index: int, stem: str, tail: re.Match[str]
+) -> Span | None:
+    """The secret assigned to the name whose last word starts at `index`, if any."""
+    if stem in ("pass", "cred") and index and not _starts_word(text, index):
+        return None
+    match = _ASSIGNMENT.match(text, tail.end())
+    if match is None:
+        return None
+    name_start = index
+    while name_start > 0 and index - name_start < 64 and text[name_start - 1] in _NAME_CHARS:
+        name_start -= 1
+    separator = match.group("sep").strip()
+    flag = text.startswith("-", name_start)
+    xml = separator == ">"
+    if (xml and not (name_start and text[name_start - 1] == "<")) or not (separator or flag):
+        return None
+    listed = separator == ","
+    if listed and not match.group("close").strip("]"):
+        return None
+    name = lowered[name_start : tail.end()]
+    if _PUBLIC_KEY_NAME.search(name):
+        return None
+    kind, strong = _name_kind(name, tail.group())
+    if match.group("quote"):
+        value, start = match.group("quoted"), match.start("quoted")
+    else:
+        value, start = match.group("bare"), match.start("bare")
+        if not _bare_value_ends(text, match.end(), xml=xml, flag=flag):
+            return None
+        line = _line_start(text, index)
+        env_style = match.group("sep") == "=" and _ENV_NAME.fullmatch(text, line, tail.end())
+        if not env_style and _code_reference(value):
+            return None
+    if listed and any(word in value.lower() for word in _NAME_STEMS):
+        return None
+    if not _secret_value(value, strong, tail.group().startswith("passphrase")):
+        return None
+    if kind == "secret" and _AWS_SECRET_NAME.search(name) and _AWS_SECRET.fullmatch(value):
+        kind = "aws-secret-key"
+    return (start, start + len(value), kind)
+
+
+def _name_kind(name: str, tail: str) -> tuple[str, bool]:
+    """What a secret under this (lower-case) name is called, and whether the name says so
+    plainly enough that any literal counts, or only a random-looking one."""
+    word = tail.rstrip("0123456789")
+    if word.startswith("pass") and word != "pass":
+        return "password", True
+    if word.startswith(("secret", "token")):
+        return "secret", True
+    if word == "key" and _STRONG_KEY_OWNER.search(name, 0, len(name) - len(tail)):
+        return "secret", True
+    return "high-entropy", False
+
+
+def _bare_value_ends(text: str, end: int, *, xml: bool, flag: bool) -> bool:
+    """An unquoted value is only taken when it is all there is up to the end of the line,
+    a comment or the closing quote of an enclosing string (or the closing tag, or the
+    next argument after a command-line flag); otherwise it is part of an expression."""
+    if xml:
+        return text.startswith("</", end)
+    if flag and (end == len(text) or text[end].isspace()):
+        return True
+    return _BARE_END.match(text, end) is not None
+
+
+def _starts_word(text: str, index: int) -> bool:
+    before = text[index - 1]
+    return not before.isalpha() or (before.islower() and text[index].isupper())
+
+
+def _line_start(text: str, index: int) -> int:
+    start = text.rfind("\n", 0, index) + 1
+    while start < index and text[start] in " \t":
+        start += 1
+    return start
+
+
+def _code_reference(value: str) -> bool:
+    """An unquoted value that reads as a variable or attribute (`self.password`,
+    `hashed_password`, `userInput`) rather than a literal (`hunter22`, `p@ss-w0rd`)."""
+    if _DOTTED.fullmatch(value):
+        return True
+    if not _IDENTIFIER.fullmatch(value):
+        return False
+    lowered = value.lower()
+    if any(stem in lowered for stem in _NAME_STEMS):
+        return True
+    has_digit = any(c.isdigit() for c in value)
+    return not has_digit and ("_" in value or value.isupper() or bool(_CAMEL_HUMP.search(value)))
+
+
+def _secret_value(value: str, strong: bool, phrase: bool) -> bool:
+    """Only a passphrase may contain spaces: under other names a value with spaces is a
+    label or a message (`"password": "Mot de passe"`), not a secret."""
+    if len(value) < MIN_SECRET_CHARS or _is_placeholder(value):
+        return False
+    if not strong:
+        return _looks_random(value)
+    return phrase or not any(c.isspace() for c in value)
+
+
+_PLACEHOLDER_WORDS = (
+    "changeme",
+    "change_me",
+    "change-me",
+    "changeit",
+    "placeholder",
+    "example",
+    "dummy",
+    "redacted",
+    "replace",
+    "your",
+    "xxxx",
+    "****",
+    "....",
+    "todo",
+    "fixme",
+    "sample",
+    "insert",
+    "notasecret",
+    "not_a_secret",
+    "not-a-secret",
+)
+_PLACEHOLDER_VALUES = frozenset(
+    {"password", "passwd", "secret", "token", "undefined", "none", "null", "true", "false"}
+    | {"required", "optional", "enabled", "disabled", "string", "hidden", "masked", "default"}
+)
+_TEMPLATE = re.compile(r"\$\{|\{\{|\$\(|%\(|%s|\{[\w.]*\}|^\$\w|^<.*>$|^\[.*\]$")
+_ENV_VARIABLE_NAME = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
+_PATH = re.compile(r"(?:~|\.{1,2})?/[\w.@-]+(?:/[\w.@-]*)*")
+
+
+def _is_placeholder(value: str) -> bool:
+    """Values that stand in for a secret rather than being one: templates, environment
+    variable names, file paths, the usual `changeme`, and runs of `x` or `*`."""
+    lowered = value.lower()
+    if lowered in _PLACEHOLDER_VALUES or len(set(lowered)) <= 2:
+        return True
+    if any(word in lowered for word in _PLACEHOLDER_WORDS):
+        return True
+    if _TEMPLATE.search(value) or _ENV_VARIABLE_NAME.fullmatch(value):
+        return True
+    return _PATH.fullmatch(value) is not None and not _looks_random(value)
+
+
+HIGH_ENTROPY_MIN_CHARS = 20
+
+
+def _looks_random(value: str) -> bool:
+    """Mixed-case letters with digits (or a long hex string) whose Shannon entropy is
+    near what random text of that length reaches. The bar is length-aware because a
+    random 20-character string rarely reaches 4 bits per character."""
+    length = len(value)
+    if length < HIGH_ENTROPY_MIN_CHARS or any(c.isspace() for c in value):
+        return False
+    has_digit = any(c.isdigit() for c in value)
+    if has_digit and any(c.isupper() for c in value) and any(c.islower() for c in value):
+        return _entropy(value) >= min(4.0, math.log2(length) - 0.9)
+    if has_digit and length >= 32 and all(c in "0123456789abcdefABCDEF" for c in value):
+        return _entropy(value) >= 3.0
+    return False
+
+
+def _entropy(value: str) -> float:
+    length = len(value)
+    return -sum(n / length * math.log2(n / length) for n in Counter(value).values())
+
+
+# --- Running the stages ---------------------------------------------------------------
+
+
+def _lowered(text: str) -> str:
+    """Lower case with the same length, so positions found in it hold in `text`."""
+    lowered = text.lower()
+    return lowered if len(lowered) == len(text) else text.translate(_ASCII_LOWER)
+
+
+_ASCII_LOWER = {code: code + 32 for code in range(ord("A"), ord("Z") + 1)}
+
+
+def _named(text: str) -> list[Span]:
+    """Both rules look for names in lower case; overlaps are settled by `_splice`."""
+    lowered = _lowered(text)
+    return _auth_headers(text, lowered) + _assignments(text, lowered)
+
+
+_STAGES: tuple[Callable[[str], list[Span]], ...] = (
+    _private_keys,
+    _tokens,
+    _url_passwords,
+    _named,
+)
