@@ -87,7 +87,9 @@ def _serve(tcp: tuple[str, int] | None, log_file: Path | None) -> None:
     from lsp_spark.server import server
 
     if tcp is None:
-        server.start_io()
+        from lsp_spark.stdio import serve_stdio
+
+        serve_stdio(server)
         return
     host, port = tcp
     if host not in LOOPBACK_HOSTS:

@@ -81,6 +81,24 @@ class Prefetch:
         )
 
 
+@dataclass(slots=True)
+class Inflight:
+    """The upstream request running for a document, and what the user has typed since."""
+
+    state: LineState
+    task: asyncio.Task[Suggestion | None] | None = None
+    typed: str = ""
+    """Characters typed after `state` by keystrokes waiting for this request's answer."""
+
+    def contradicted_by(self, assembled: SuggestionStream) -> bool:
+        """The suggestion so far disagrees with what was typed since: it can help nobody."""
+        if not self.typed:
+            return False
+        text, _ = assembled.suggestion()
+        shared = min(len(text), len(self.typed))
+        return shared > 0 and text[:shared] != self.typed[:shared]
+
+
 def line_state(document: Document, row: int, column: int) -> LineState:
     line = document.line(row)
     return LineState(
@@ -127,7 +145,7 @@ class CompletionEngine:
         self.cache = SuggestionCache()
         self.debounce = AdaptiveDebounce()
         self._prefetches: dict[str, Prefetch] = {}
-        self._inflight: dict[str, tuple[asyncio.Task[Suggestion | None], LineState]] = {}
+        self._inflight: dict[str, Inflight] = {}
         """Per document, the upstream request running now and the state it was asked for."""
         self._tickets: dict[str, int] = {}
         self._idle_timer: asyncio.TimerHandle | None = None
@@ -169,6 +187,8 @@ class CompletionEngine:
                 Exclusions(settings.exclude, defaults=settings.default_excludes)
             )
             self.cache.clear()
+        if not self._configured:
+            self.workspace.prepare_languages()
         self._configured = True
         self.notifier.forget()
         self._paused_until = 0.0
@@ -177,18 +197,19 @@ class CompletionEngine:
         )
         if unchanged and (self._backend or self._backend_failure):
             return
-        old, self._backend, self._backend_failure = self._backend, None, None
+        # Swap before any await, so a request right behind the change already uses it.
+        old = self._backend
+        try:
+            self._backend, self._backend_failure = create_backend(settings), None
+        except BackendError as failure:
+            self._backend, self._backend_failure = None, failure
+            self.notifier.tell(failure.kind.value, failure.args[0])
         self.cache.clear()
         self.jobs.cancel_all()
         if old is not None:
-            await old.aclose()
-        try:
-            self._backend = create_backend(settings)
-        except BackendError as failure:
-            self._backend_failure = failure
-            self.notifier.tell(failure.kind.value, failure.args[0])
-            return
-        self.in_background(self._prepare(self._backend))
+            self.in_background(old.aclose())
+        if self._backend is not None:
+            self.in_background(self._prepare(self._backend))
 
     async def _prepare(self, backend: Backend) -> None:
         """Warm the connection (or load the model) and check the model name, off the hot path."""
@@ -239,12 +260,14 @@ class CompletionEngine:
         pending = self._prefetches.get(document.uri)
         if pending is not None and not pending.answers(state):
             self._cancel_prefetch(document.uri)
+        inflight = Inflight(state)
         task = self.jobs.submit(
             document.uri,
-            self._suggest(document, row, column, state),
+            self._suggest(document, row, column, inflight),
             supersede=self.settings.supersede,
         )
-        self._inflight[document.uri] = (task, state)
+        inflight.task = task
+        self._inflight[document.uri] = inflight
         return task
 
     async def suggest(self, document: Document, row: int, column: int) -> Suggestion | None:
@@ -275,12 +298,14 @@ class CompletionEngine:
         pending = self._inflight.get(state.uri)
         if (
             pending is not None
-            and not pending[0].done()
+            and pending.task is not None
+            and not pending.task.done()
             and self.settings.cache
             and self.settings.supersede
-            and pending[1].extended_by(state)
+            and pending.state.extended_by(state)
         ):
-            return pending[0]
+            pending.typed = state.line_prefix[len(pending.state.line_prefix) :]
+            return pending.task
         return None
 
     def keystroke(self) -> None:
@@ -306,8 +331,9 @@ class CompletionEngine:
         self.cache.forget(uri)
 
     async def _suggest(
-        self, document: Document, row: int, column: int, state: LineState
+        self, document: Document, row: int, column: int, inflight: Inflight
     ) -> Suggestion | None:
+        state = inflight.state
         started = time.perf_counter()
         settings = self.settings
         backend = self._backend
@@ -342,7 +368,9 @@ class CompletionEngine:
             request, redactions = redact_request(request)
             self.stats.redactions.add(redactions)
         assembled = SuggestionStream(built.cursor, skip=frozenset(settings.disabled_filters))
-        result = await self._generate(backend, request, assembled, started, context_ms)
+        result = await self._generate(
+            backend, request, assembled, started, context_ms, inflight=inflight
+        )
         if result is None:
             return None
         text, replace_chars = result
@@ -452,9 +480,11 @@ class CompletionEngine:
         started: float,
         context_ms: float = 0.0,
         prefetch: bool = False,
+        inflight: Inflight | None = None,
     ) -> tuple[str, int] | None:
         """Stream into `assembled`, closing upstream as soon as the suggestion is complete;
-        the cleaned suggestion and its replace length, or None when the backend failed."""
+        the cleaned suggestion and its replace length, or None when the backend failed or
+        the user has since typed something the suggestion contradicts."""
         self.stats.upstream_requests += 1
         sent = time.perf_counter()
         first: float | None = None
@@ -468,6 +498,10 @@ class CompletionEngine:
                         self.stats.early_stops += 1
                         self._rewarm(backend)
                         break
+                    if inflight is not None and inflight.contradicted_by(assembled):
+                        self.stats.superseded += 1
+                        self._rewarm(backend)
+                        return None
         except BackendError as failure:
             self.stats.upstream_errors += 1
             self._fail(failure)

@@ -17,10 +17,13 @@ from lsp_spark.documents import Change, Document, DocumentStore, PositionEncodin
 from lsp_spark.postprocess.filters import detect_indent_unit
 from lsp_spark.privacy.exclusion import Exclusions
 from lsp_spark.syntax import outline
-from lsp_spark.syntax.grammars import QUERY_NAMES, query_for
+from lsp_spark.syntax.grammars import GRAMMARS, query_for
 from lsp_spark.syntax.trees import SyntaxStore, SyntaxTree
 
 OUTLINE_REFRESH_DELAY = 0.3
+LANGUAGE_WARM_START = 1.0
+"""Seconds after start before grammars are warmed: the backend connects first."""
+LANGUAGE_WARM_GAP = 0.05
 RECENT_EDITS = 16
 NEARBY_ROWS = 3
 
@@ -107,13 +110,21 @@ class Workspace:
                 self._schedule_outline(uri)
 
     def _prepare(self, uri: str) -> None:
-        """Parse a newly opened file and compile its language's queries right away, so the
-        first request in it pays neither."""
+        """Parse a newly opened file and compile the query a first request uses, right away;
+        the outline's queries are compiled by the outline refresh, off the keystroke path."""
         syntax = self.syntax.get(uri)
         if syntax is not None:
             _ = syntax.tree
-            for name in QUERY_NAMES:
-                query_for(syntax.language_id, name)
+            query_for(syntax.language_id, "scopes")
+
+    def prepare_languages(self) -> None:
+        """Compile every grammar's scopes query in the background, one language per turn of
+        the event loop (a few ms each), so opening a file of any language pays nothing."""
+        loop = asyncio.get_running_loop()
+        for turn, language_id in enumerate(GRAMMARS):
+            loop.call_later(
+                LANGUAGE_WARM_START + turn * LANGUAGE_WARM_GAP, query_for, language_id, "scopes"
+            )
 
     def close(self, uri: str) -> None:
         self.documents.close(uri)

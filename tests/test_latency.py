@@ -163,19 +163,38 @@ async def test_a_keystroke_that_extends_a_request_in_flight_rides_on_it(
     assert not cerebras.completion_requests[0].client_hung_up
 
 
-async def test_a_keystroke_the_suggestion_did_not_foresee_asks_again(
+async def test_a_keystroke_the_stream_contradicts_closes_it_and_asks_again(
     start_spark: StartSpark, cerebras: CerebrasTestServer
 ) -> None:
     cerebras.config.ttft = 0.3
-    cerebras.config.queue_replies("range(10):", "tems:")
+    cerebras.config.tokens_per_second = 20
+    cerebras.config.queue_replies("range(10): # count to ten", "tems:")
     client = await start_spark(cerebras_options(cerebras))
     uri = open_document(client, "for i in \n")
     first = asyncio.ensure_future(inline(client, uri, 0, 9))
     assert await eventually(cerebras, lambda: len(cerebras.completion_requests) == 1)
     type_text(client, uri, 2, 0, 9, "i")
     assert texts(await inline(client, uri, 0, 10)) == ["tems:"]
-    assert texts(await first) == ["range(10):"]
+    assert (await first).items == (), "its answer no longer fits the line"
     assert len(cerebras.completion_requests) == 2
+    stream = cerebras.completion_requests[0]
+    assert stream.client_hung_up and stream.tokens_sent <= 2, "closed at the first token"
+
+
+async def test_a_keystroke_the_stream_agrees_with_rides_on_it(
+    start_spark: StartSpark, cerebras: CerebrasTestServer
+) -> None:
+    cerebras.config.ttft = 0.3
+    cerebras.config.tokens_per_second = 20
+    cerebras.config.queue_replies("range(10):")
+    client = await start_spark(cerebras_options(cerebras))
+    uri = open_document(client, "for i in \n")
+    first = asyncio.ensure_future(inline(client, uri, 0, 9))
+    assert await eventually(cerebras, lambda: len(cerebras.completion_requests) == 1)
+    type_text(client, uri, 2, 0, 9, "r")
+    assert texts(await inline(client, uri, 0, 10)) == ["ange(10):"]
+    assert texts(await first) == ["range(10):"]
+    assert len(cerebras.completion_requests) == 1
 
 
 async def test_moving_elsewhere_supersedes_the_request_in_flight(

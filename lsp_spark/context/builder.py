@@ -26,8 +26,8 @@ from lsp_spark.syntax.trees import SyntaxTree
 from lsp_spark.workspace import Workspace
 
 RELATED_DEADLINE = 0.004
-"""CPU seconds all related-code sources may take together; the rest are skipped, not awaited.
-Counted in this thread's CPU time, so a moment the machine is busy elsewhere costs no source."""
+"""Seconds all related-code sources may take together; the rest are skipped, not awaited.
+(Wall time: the thread's CPU clock is a system call that cost more than the sources.)"""
 PROMPT_ORDER = ("imports", "open_files", "definitions", "recent_edits", "scopes")
 
 
@@ -134,7 +134,7 @@ def _related(
     options: ContextOptions,
 ) -> list[src.Snippet]:
     """Run the enabled sources by priority until the budget or the deadline runs out."""
-    deadline = time.thread_time() + RELATED_DEADLINE
+    deadline = time.perf_counter() + RELATED_DEADLINE
     text = window.prefix + window.suffix
     origin = src.filename_of(document.uri)
     outlines = workspace.outlines
@@ -171,7 +171,7 @@ def _related(
     chosen: list[src.Snippet] = []
     room = options.budget.related_tokens
     for propose in proposals:
-        if time.thread_time() > deadline:
+        if time.perf_counter() > deadline:
             break
         for snippet in propose():
             cost = options.budget.count(snippet.text)
