@@ -51,7 +51,7 @@ async def _serve(server: LanguageServer, stdin: BinaryIO) -> None:
             stop_event=server._stop_event,
             reader=reader,
             protocol=server.protocol,
-            logger=log,
+            logger=logging.getLogger("pygls.io_"),
             error_handler=server.report_server_error,
         )
     except asyncio.IncompleteReadError:
