@@ -27,6 +27,7 @@ import concurrent.futures
 import importlib.util
 import json
 import math
+import multiprocessing
 import os
 import random
 import statistics
@@ -38,6 +39,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +55,7 @@ from lsp_spark.testing import isolated_environment  # noqa: E402
 from lsp_spark.testing.cerebras_server import CerebrasTestServer, RecordedRequest  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "replay.json"
+UPSTREAM_START_TIMEOUT = 30.0
 API_KEY = "replay-benchmark-key"
 SEED = 2025
 MODULES = ("textwrap", "shlex", "json.decoder", "heapq")
@@ -305,6 +308,49 @@ class Oracle:
         return "\n".join(lines[: 1 + at % 3 + (not lines[0].strip())])
 
 
+def _serve_upstream(knobs: dict[str, Any], pipe: Connection) -> None:
+    with CerebrasTestServer(**knobs) as server:
+        pipe.send(server.base_url)
+        pipe.recv()
+    pipe.send((list(server.requests), server.connections_accepted))
+
+
+class SeparateUpstream:
+    """The loopback server in a process of its own, as the real service is: in the typist's
+    process its thread would fight the LSP client for the GIL, and the client's work would
+    be charged to the server as overhead. Monotonic clocks are shared between processes, so
+    its records' times compare with the typist's."""
+
+    def __init__(self, **knobs: Any) -> None:
+        self._knobs = knobs
+        self._pipe: Connection | None = None
+        self._process: multiprocessing.process.BaseProcess | None = None
+        self.base_url = ""
+
+    def start(self) -> None:
+        context = multiprocessing.get_context("spawn")
+        self._pipe, theirs = context.Pipe()
+        self._process = context.Process(target=_serve_upstream, args=(self._knobs, theirs))
+        self._process.start()
+        if not self._pipe.poll(UPSTREAM_START_TIMEOUT):
+            raise TimeoutError("the loopback server did not start")
+        self.base_url = self._pipe.recv()
+
+    def stop(self) -> tuple[list[RecordedRequest], int]:
+        """Its records of every request, and how many connections it accepted."""
+        assert self._pipe is not None and self._process is not None
+        try:
+            self._pipe.send(None)
+            if not self._pipe.poll(UPSTREAM_START_TIMEOUT):
+                raise TimeoutError("the loopback server did not stop")
+            requests, connections = self._pipe.recv()
+        finally:
+            self._process.join(UPSTREAM_START_TIMEOUT)
+            if self._process.is_alive():
+                self._process.kill()
+        return requests, connections
+
+
 class Typist:
     """Types a trace on schedule, never waiting for answers, and accepts right suggestions."""
 
@@ -540,13 +586,13 @@ async def run_session(
 ) -> Session:
     """One server process and one test server for one trace; both always stopped."""
     session = Session(trace, mode)
-    upstream = CerebrasTestServer(
+    upstream = SeparateUpstream(
         ttft=mode.ttft,
         tokens_per_second=mode.tokens_per_second,
         reply_fn=Oracle(trace).reply,
         api_key=API_KEY,
     )
-    # start() and stop() block until the server's thread answers: keep them off the loop.
+    # start() and stop() block until the other process answers: keep them off the loop.
     await asyncio.to_thread(upstream.start)
     try:
         options = {"backend": "cerebras", "apiKey": API_KEY, "baseUrl": upstream.base_url}
@@ -557,10 +603,9 @@ async def run_session(
     except Exception as error:
         session.failure = f"{type(error).__name__}: {error}"
     finally:
-        await asyncio.to_thread(upstream.stop)
-        session.records = upstream.completion_requests
-        session.connections = upstream.connections_accepted
-        warming = {r.connection_id for r in upstream.requests if "tcp_warming" in r.path}
+        requests, session.connections = await asyncio.to_thread(upstream.stop)
+        session.records = [r for r in requests if r.method == "POST" and "completions" in r.path]
+        warming = {r.connection_id for r in requests if "tcp_warming" in r.path}
         session.warmed = bool(session.records) and session.records[0].connection_id in warming
     return session
 

@@ -187,8 +187,6 @@ class CompletionEngine:
                 Exclusions(settings.exclude, defaults=settings.default_excludes)
             )
             self.cache.clear()
-        if not self._configured:
-            self.workspace.prepare_languages()
         self._configured = True
         self.notifier.forget()
         self._paused_until = 0.0

@@ -17,13 +17,10 @@ from lsp_spark.documents import Change, Document, DocumentStore, PositionEncodin
 from lsp_spark.postprocess.filters import detect_indent_unit
 from lsp_spark.privacy.exclusion import Exclusions
 from lsp_spark.syntax import outline
-from lsp_spark.syntax.grammars import GRAMMARS, query_for
+from lsp_spark.syntax.grammars import query_for
 from lsp_spark.syntax.trees import SyntaxStore, SyntaxTree
 
 OUTLINE_REFRESH_DELAY = 0.3
-LANGUAGE_WARM_START = 1.0
-"""Seconds after start before grammars are warmed: the backend connects first."""
-LANGUAGE_WARM_GAP = 0.05
 RECENT_EDITS = 16
 NEARBY_ROWS = 3
 
@@ -116,15 +113,6 @@ class Workspace:
         if syntax is not None:
             _ = syntax.tree
             query_for(syntax.language_id, "scopes")
-
-    def prepare_languages(self) -> None:
-        """Compile every grammar's scopes query in the background, one language per turn of
-        the event loop (a few ms each), so opening a file of any language pays nothing."""
-        loop = asyncio.get_running_loop()
-        for turn, language_id in enumerate(GRAMMARS):
-            loop.call_later(
-                LANGUAGE_WARM_START + turn * LANGUAGE_WARM_GAP, query_for, language_id, "scopes"
-            )
 
     def close(self, uri: str) -> None:
         self.documents.close(uri)
