@@ -40,4 +40,6 @@ bench: install
 	$(BIN)/python benchmarks/bench_syntax.py
 	$(BIN)/python benchmarks/bench_context.py
 	$(BIN)/python benchmarks/holes.py
+	$(BIN)/python benchmarks/bench_privacy.py
+	$(BIN)/python benchmarks/edit_tasks.py
 	$(BIN)/python benchmarks/replay.py

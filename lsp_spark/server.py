@@ -3,16 +3,35 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
-from typing import Any
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, cast
 
 from lsprotocol import types
 from pygls.capabilities import get_capability
-from pygls.lsp.server import LanguageServer
 from pygls.exceptions import JsonRpcException
+from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
+from pygls.uris import to_fs_path
 
 from lsp_spark import __version__, settings
+from lsp_spark.actions import (
+    APPLY_COMMAND,
+    EDIT_COMMAND,
+    QUICKFIX,
+    REWRITE,
+    TESTS_KIND,
+    ActionRequest,
+    ActionService,
+    ClientSupport,
+    Outcome,
+    Reporter,
+    SecurityReview,
+    Silent,
+    WorkDone,
+)
 from lsp_spark.documents import Document, PositionEncoding, UnknownDocumentError
 from lsp_spark.pipeline import CompletionEngine, Suggestion
 from lsp_spark.workspace import Workspace
@@ -29,6 +48,11 @@ LABEL_LENGTH = 60
 
 UNREADABLE = object()
 """A request whose params could not be read; it has been answered with an error already."""
+WORK_DONE_TOKEN: contextvars.ContextVar[types.ProgressToken | None] = contextvars.ContextVar(
+    "work_done_token", default=None
+)
+"""The progress token of the executeCommand request being handled (commands get only
+their arguments)."""
 
 
 class SparkProtocol(LanguageServerProtocol):
@@ -37,6 +61,11 @@ class SparkProtocol(LanguageServerProtocol):
     Every request gets an answer: pygls drops a request whose params fail to deserialize
     without replying, which would leave the editor waiting forever.
     """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.cancel_hooks: dict[Any, Callable[[], object]] = {}
+        """Per request id, what stops the work a `$/cancelRequest` for it should stop."""
 
     def structure_message(self, data: dict[str, Any]) -> Any:
         is_request = "jsonrpc" in data and "method" in data and "id" in data
@@ -54,6 +83,17 @@ class SparkProtocol(LanguageServerProtocol):
     def handle_message(self, message: Any) -> None:
         if message is not UNREADABLE:
             super().handle_message(message)
+
+    def _handle_cancel_notification(self, msg_id: Any) -> None:
+        """pygls cancels a command's request but not the coroutine the command runs in."""
+        super()._handle_cancel_notification(msg_id)
+        if (cancel := self.cancel_hooks.pop(msg_id, None)) is not None:
+            cancel()
+
+    @lsp_method(types.WORKSPACE_EXECUTE_COMMAND)
+    def lsp_workspace__execute_command(self, params: types.ExecuteCommandParams) -> Any:
+        WORK_DONE_TOKEN.set(params.work_done_token)
+        return (yield from super().lsp_workspace__execute_command(params))
 
     @lsp_method(types.TEXT_DOCUMENT_DID_OPEN)
     def lsp_text_document__did_open(self, params: types.DidOpenTextDocumentParams) -> Any:
@@ -76,6 +116,8 @@ class SparkServer(LanguageServer):
         super().__init__("lsp-spark", __version__, protocol_cls=SparkProtocol)
         self.files = Workspace()
         self.engine = CompletionEngine(self.show, self.files)
+        self.actions = ActionService(self.files, self.engine)
+        self.review = SecurityReview(self.files, self.engine, self.publish)
         self.initialization_options: Any = None
         self.encoding = PositionEncoding.UTF16
         self._told_settings: set[str] = set()
@@ -83,6 +125,50 @@ class SparkServer(LanguageServer):
     def show(self, message: str, error: bool = True) -> None:
         kind = types.MessageType.Error if error else types.MessageType.Warning
         self.window_show_message(types.ShowMessageParams(type=kind, message=message))
+
+    def publish(self, uri: str, version: int | None, diagnostics: list[types.Diagnostic]) -> None:
+        self.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=version)
+        )
+
+    def reporter(self, token: types.ProgressToken | None = None) -> Reporter:
+        """Progress for an action: on the client's token, or one we create if it can show it."""
+        if token is None and not self.actions.support.progress:
+            return Silent()
+        return WorkDone(self.work_done_progress, token, create=self.actions.support.progress)
+
+    def tell(self, outcome: Outcome) -> None:
+        """Why an action made no edit (or the editor did not apply it), unless the user
+        cancelled it themselves."""
+        if outcome.message and not outcome.quiet:
+            self.show(outcome.message, error=False)
+
+    async def run_command(self, request: ActionRequest | None) -> dict[str, Any]:
+        """Compute an action's edit and have the client apply it; a $/cancelRequest for the
+        command cancels the work (and so the model's stream)."""
+        protocol = cast(SparkProtocol, self.protocol)
+        request_id = protocol.msg_id
+        task = asyncio.current_task()
+        if request_id is not None and task is not None:
+            protocol.cancel_hooks[request_id] = task.cancel
+        try:
+            outcome, applied = await self.actions.run_and_apply(
+                request, self.reporter(WORK_DONE_TOKEN.get()), self.apply_edit
+            )
+        finally:
+            protocol.cancel_hooks.pop(request_id, None)
+        self.tell(outcome)
+        return {"applied": applied, "message": outcome.message}
+
+    async def apply_edit(self, edit: types.WorkspaceEdit) -> tuple[bool, str]:
+        """Whether the client applied the edit, and why not; declining answers an error."""
+        try:
+            result = await self.workspace_apply_edit_async(
+                types.ApplyWorkspaceEditParams(edit=edit, label="lsp-spark")
+            )
+        except JsonRpcException as error:
+            return False, str(error)
+        return result.applied, result.failure_reason or "the editor declined it"
 
     def report_server_error(self, error: Exception, source: Any) -> None:
         """Out-of-band errors go to the log; the user hears about each kind once."""
@@ -100,6 +186,7 @@ class SparkServer(LanguageServer):
             self._told_settings.update(fresh)
             self.show("lsp-spark ignored invalid settings: " + "; ".join(fresh), error=False)
         await self.engine.configure(loaded)
+        self.review.configure()
 
     def cursor(
         self, document: Document, position: types.Position
@@ -126,6 +213,12 @@ def initialize(ls: SparkServer, params: types.InitializeParams) -> None:
     ls.initialization_options = params.initialization_options
     negotiated = ls.workspace.position_encoding
     ls.encoding = PositionEncoding(getattr(negotiated, "value", negotiated) or "utf-16")
+    ls.actions.encoding = ls.review.encoding = ls.encoding
+    ls.actions.support = ClientSupport.of(params.capabilities)
+    folders = params.workspace_folders or []
+    root = folders[0].uri if folders else params.root_uri
+    root_path = to_fs_path(root) if root else None
+    ls.actions.root = Path(root_path) if root_path else None
 
 
 @server.feature(types.INITIALIZED)
@@ -174,11 +267,19 @@ def did_change(ls: SparkServer, params: types.DidChangeTextDocumentParams) -> No
         )
     except UnknownDocumentError:
         log.warning("change for a document that was never opened: %s", params.text_document.uri)
+        return
+    ls.review.changed(params.text_document.uri)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))
+def did_save(ls: SparkServer, params: types.DidSaveTextDocumentParams) -> None:
+    ls.review.saved(params.text_document.uri)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
 def did_close(ls: SparkServer, params: types.DidCloseTextDocumentParams) -> None:
     ls.engine.forget(params.text_document.uri)
+    ls.review.closed(params.text_document.uri)
     ls.files.close(params.text_document.uri)
 
 
@@ -250,6 +351,47 @@ async def completion(ls: SparkServer, params: types.CompletionParams) -> types.C
     )
 
 
+@server.feature(
+    types.TEXT_DOCUMENT_CODE_ACTION,
+    types.CodeActionOptions(
+        code_action_kinds=[QUICKFIX, REWRITE, TESTS_KIND], resolve_provider=True
+    ),
+)
+def code_action(
+    ls: SparkServer, params: types.CodeActionParams
+) -> list[types.CodeAction | types.Command]:
+    """Instant: what is offered is computed from the syntax tree; the model runs on resolve.
+    Asked automatically (as the cursor moves), only fixes are offered, so the editor's light
+    bulb means there is something to fix."""
+    context = params.context
+    automatic = context.trigger_kind == types.CodeActionTriggerKind.Automatic
+    only = context.only or ([QUICKFIX] if automatic else None)
+    return ls.actions.offers(params.text_document.uri, params.range, context.diagnostics, only)
+
+
+@server.feature(types.CODE_ACTION_RESOLVE)
+async def resolve_code_action(ls: SparkServer, action: types.CodeAction) -> types.CodeAction:
+    request = ActionRequest.from_data(action.data)
+    if request is None:
+        return action
+    outcome = await ls.actions.run(request, ls.reporter())
+    ls.tell(outcome)
+    action.edit = outcome.edit
+    return action
+
+
+@server.command(APPLY_COMMAND)
+async def apply_action(ls: SparkServer, *arguments: Any) -> dict[str, Any]:
+    """A code action for clients that do not resolve: its data comes back as the argument."""
+    return await ls.run_command(ActionRequest.from_data(arguments[0] if arguments else None))
+
+
+@server.command(EDIT_COMMAND)
+async def edit_with_instruction(ls: SparkServer, *arguments: Any) -> dict[str, Any]:
+    """`{uri, range, instruction}`: rewrite the selection (or the scope at an empty range)."""
+    return await ls.run_command(ActionRequest.from_instruction(arguments[0] if arguments else None))
+
+
 @server.feature(STATS_METHOD)
 def stats_request(ls: SparkServer, _: Any = None) -> dict[str, Any]:
     return ls.engine.stats.snapshot(ls.engine.backend_name, ls.engine.model_name)
@@ -286,4 +428,5 @@ def did_partially_accept(ls: SparkServer, params: Any) -> None:
 
 @server.feature(types.SHUTDOWN)
 async def shutdown(ls: SparkServer, _: Any) -> None:
+    await ls.review.aclose()
     await ls.engine.aclose()

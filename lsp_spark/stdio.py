@@ -41,14 +41,16 @@ def serve_stdio(server: LanguageServer) -> None:
 async def _serve(server: LanguageServer, stdin: BinaryIO) -> None:
     reader: asyncio.StreamReader | StdinAsyncReader
     if _watchable(stdin):
-        reader = asyncio.StreamReader(limit=READ_LIMIT)
+        pipe = reader = asyncio.StreamReader(limit=READ_LIMIT)
         loop = asyncio.get_running_loop()
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin)
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(pipe), stdin)
     else:
         reader = StdinAsyncReader(stdin, server.thread_pool)
+    stop = server._stop_event
+    assert stop is not None
     try:
         await run_async(
-            stop_event=server._stop_event,
+            stop_event=stop,
             reader=reader,
             protocol=server.protocol,
             logger=logging.getLogger("pygls.io_"),

@@ -67,6 +67,7 @@ over the environment and the user's config.toml."
 (defconst lsp-spark--edit-command "lspSpark.editWithInstruction")
 
 (defvar lsp--cur-workspace)
+(defvar eglot-confirm-server-initiated-edits)
 (defvar lsp-response-timeout)
 (defvar eglot-server-programs)
 (defvar eglot-workspace-configuration)
@@ -291,11 +292,13 @@ code inserted there.  The server applies the edit through the client."
             (list :uri (plist-get (eglot--TextDocumentIdentifier) :uri)
                   :range (list :start (eglot--pos-to-lsp-position beg)
                                :end (eglot--pos-to-lsp-position end))))))
-    (lsp-spark--request
-     client "workspace/executeCommand"
-     (list :command lsp-spark--edit-command
-           :arguments (vector (append document (list :instruction instruction))))
-     lsp-spark-edit-timeout)))
+    ;; The user asked for this edit: eglot need not ask again before applying it.
+    (let ((eglot-confirm-server-initiated-edits nil))
+      (lsp-spark--request
+       client "workspace/executeCommand"
+       (list :command lsp-spark--edit-command
+             :arguments (vector (append document (list :instruction instruction))))
+       lsp-spark-edit-timeout))))
 
 (provide 'lsp-spark)
 ;;; lsp-spark.el ends here

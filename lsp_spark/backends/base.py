@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import enum
 from abc import ABC, abstractmethod
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,10 +36,18 @@ class FailureKind(enum.Enum):
 class BackendError(Exception):
     """A failure the user may need to hear about once; never carries secrets."""
 
-    def __init__(self, kind: FailureKind, message: str, retry_after: float | None = None):
+    def __init__(
+        self,
+        kind: FailureKind,
+        message: str,
+        retry_after: float | None = None,
+        status: int | None = None,
+    ):
         super().__init__(message)
         self.kind = kind
         self.retry_after = retry_after
+        self.status = status
+        """The HTTP status, when the failure is an HTTP answer."""
 
 
 @dataclass(slots=True)
@@ -47,6 +56,31 @@ class StreamUsage:
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
+
+
+@dataclass(slots=True)
+class ChatUsage:
+    """What one chat call cost, filled in by the backend as the stream reports it; one object
+    per call, so concurrent calls (a completion and an edit) never mix their counts."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    accepted_prediction_tokens: int = 0
+    rejected_prediction_tokens: int = 0
+    predicted: bool = False
+    """Whether the request carried a prediction (a backend drops it where unsupported)."""
+
+    def record(self, reported: Mapping[str, Any]) -> None:
+        """Counts in the OpenAI format; prediction counts under completion_tokens_details."""
+        self.prompt_tokens = reported.get("prompt_tokens") or 0
+        self.completion_tokens = reported.get("completion_tokens") or 0
+        details = reported.get("completion_tokens_details") or {}
+        self.accepted_prediction_tokens = details.get("accepted_prediction_tokens") or 0
+        self.rejected_prediction_tokens = details.get("rejected_prediction_tokens") or 0
+
+
+Message = Mapping[str, str]
+"""One chat message: ``{"role": ..., "content": ...}``."""
 
 
 class Backend(ABC):
@@ -60,6 +94,8 @@ class Backend(ABC):
     name: str = "backend"
     context_tokens = 2048
     """The prompt budget that suits this backend when the settings do not say."""
+    action_context_chars = 8000
+    """How much of the code around an edited scope a code action's prompt may show."""
 
     def __init__(self, model: str) -> None:
         self.model = model
@@ -68,6 +104,23 @@ class Backend(ABC):
     @abstractmethod
     def stream(self, request: CompletionRequest) -> AsyncGenerator[str, None]:
         """Yield text deltas of the completion as they arrive."""
+
+    @abstractmethod
+    def chat(
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int,
+        model: str | None = None,
+        prediction: str | None = None,
+        usage: ChatUsage | None = None,
+    ) -> AsyncGenerator[str, None]:
+        """Yield text deltas of a chat answer (code actions, reviews), as they arrive.
+
+        `model` overrides the backend's own where the backend serves several; `prediction`
+        is text the answer will mostly repeat (Predicted Outputs), ignored where unsupported.
+        Closing the generator early must stop generation, as for `stream`.
+        """
 
     @property
     def count_tokens(self) -> Callable[[str], int] | None:

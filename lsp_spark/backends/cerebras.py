@@ -3,8 +3,9 @@ for what is not per keystroke."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Sequence
 from typing import Any
 
 import httpx
@@ -17,7 +18,14 @@ from cerebras.cloud.sdk import (
     RateLimitError,
 )
 
-from lsp_spark.backends.base import Backend, BackendError, CompletionRequest, FailureKind
+from lsp_spark.backends.base import (
+    Backend,
+    BackendError,
+    ChatUsage,
+    CompletionRequest,
+    FailureKind,
+    Message,
+)
 from lsp_spark.backends.http import EventStreamClient
 from lsp_spark.prompts.chat import chat_messages
 
@@ -26,6 +34,9 @@ log = logging.getLogger(__name__)
 MAX_STOP_SEQUENCES = 4
 # Reasoning tokens count against max_completion_tokens; leave room so the answer still fits.
 REASONING_ALLOWANCE = {None: 0, "none": 0, "low": 160, "medium": 640, "high": 1536}
+# A model that does not take `prediction` answers 400 (or 422) to a request carrying one.
+PREDICTION_REFUSED = frozenset({400, 422})
+CHAT_PATH = "/v1/chat/completions"
 
 
 def failure_from(error: Exception) -> BackendError:
@@ -56,6 +67,14 @@ def _retry_after(response: httpx.Response) -> float | None:
         return None
 
 
+def _delta_text(payload: dict[str, Any]) -> str:
+    choices = payload.get("choices") or []
+    if not choices:
+        return ""
+    text = (choices[0].get("delta") or {}).get("content")
+    return text if isinstance(text, str) else ""
+
+
 class CerebrasBackend(Backend):
     name = "cerebras"
 
@@ -80,6 +99,8 @@ class CerebrasBackend(Backend):
         self._http = EventStreamClient(
             base_url, service="Cerebras", api_key=api_key, timeout=timeout, skip_malformed=False
         )
+        self._without_prediction: set[str] = set()
+        """Models that refused a prediction once; they are not sent one again."""
 
     async def stream(self, request: CompletionRequest) -> AsyncGenerator[str, None]:
         body: dict[str, Any] = {
@@ -94,13 +115,61 @@ class CerebrasBackend(Backend):
             body["stop"] = list(request.stop[:MAX_STOP_SEQUENCES])
         if self._reasoning_effort:
             body["reasoning_effort"] = self._reasoning_effort
-        async for payload in self._http.events("/v1/chat/completions", body):
+        async for payload in self._http.events(CHAT_PATH, body):
             if usage := payload.get("usage"):
                 self.last_usage.prompt_tokens = usage.get("prompt_tokens") or 0
                 self.last_usage.completion_tokens = usage.get("completion_tokens") or 0
-            choices = payload.get("choices") or []
-            if choices and (text := (choices[0].get("delta") or {}).get("content")):
+            if text := _delta_text(payload):
                 yield text
+
+    async def chat(
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int,
+        model: str | None = None,
+        prediction: str | None = None,
+        usage: ChatUsage | None = None,
+    ) -> AsyncGenerator[str, None]:
+        """A chat answer, with Predicted Outputs where the model takes them: a model that
+        refuses the parameter is asked again once without it, and never sent one again."""
+        model = model or self.model
+        usage = usage if usage is not None else ChatUsage()
+        body: dict[str, Any] = {
+            "model": model,
+            "messages": [dict(message) for message in messages],
+            "stream": True,
+            "max_completion_tokens": max_tokens
+            + REASONING_ALLOWANCE.get(self._reasoning_effort, 0),
+            "temperature": 0.0,
+        }
+        if self._reasoning_effort:
+            body["reasoning_effort"] = self._reasoning_effort
+        attempts = [body]
+        if prediction is not None and model not in self._without_prediction:
+            attempts.insert(0, dict(body, prediction={"type": "content", "content": prediction}))
+        for attempt in attempts:
+            usage.predicted = "prediction" in attempt
+            try:
+                async with contextlib.aclosing(self._chat(attempt, usage)) as deltas:
+                    async for text in deltas:
+                        yield text
+            except BackendError as failure:
+                if not usage.predicted or failure.status not in PREDICTION_REFUSED:
+                    raise
+                log.info("%s refused a prediction (HTTP %s); asking without", model, failure.status)
+                continue
+            if len(attempts) > 1 and not usage.predicted:
+                self._without_prediction.add(model)
+            return
+
+    async def _chat(self, body: dict[str, Any], usage: ChatUsage) -> AsyncGenerator[str, None]:
+        async with contextlib.aclosing(self._http.events(CHAT_PATH, body)) as events:
+            async for payload in events:
+                if reported := payload.get("usage"):
+                    usage.record(reported)
+                if text := _delta_text(payload):
+                    yield text
 
     async def warm(self) -> None:
         """Open the keep-alive connection so the first keystroke pays no handshake."""

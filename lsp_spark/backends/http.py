@@ -27,17 +27,19 @@ CONNECT_TIMEOUT = 3.0
 def status_failure(status: int, headers: dict[bytes, bytes], service: str) -> BackendError:
     """The few kinds of HTTP failure the server acts on differently."""
     if status in (401, 403):
-        return BackendError(FailureKind.AUTH, f"{service} rejected the API key ({status}).")
+        return BackendError(
+            FailureKind.AUTH, f"{service} rejected the API key ({status}).", status=status
+        )
     if status == 429:
         try:
             retry_after: float | None = float(headers.get(b"retry-after", b"").decode())
         except ValueError:
             retry_after = None
         return BackendError(
-            FailureKind.RATE_LIMIT, f"{service} rate limit reached (429).", retry_after
+            FailureKind.RATE_LIMIT, f"{service} rate limit reached (429).", retry_after, status
         )
     kind = FailureKind.UNAVAILABLE if status >= 500 else FailureKind.BAD_RESPONSE
-    return BackendError(kind, f"{service} answered HTTP {status}.")
+    return BackendError(kind, f"{service} answered HTTP {status}.", status=status)
 
 
 def _proxy_for(url: str) -> str | None:

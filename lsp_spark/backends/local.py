@@ -17,15 +17,17 @@ import io
 import os
 import re
 import threading
-from collections.abc import AsyncGenerator, Callable, Iterator
+from collections.abc import AsyncGenerator, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from lsp_spark.backends.base import (
     Backend,
     BackendError,
+    ChatUsage,
     CompletionRequest,
     FailureKind,
+    Message,
     StreamUsage,
 )
 from lsp_spark.prompts.continuation import continuation_prompt, continuation_stops
@@ -50,6 +52,9 @@ class _Done:
 
 
 _DONE = _Done()
+_Emit = Callable[[str | BaseException | _Done], None]
+_Job = Callable[[threading.Event, _Emit], None]
+"""Work for the worker thread, run holding the generation lock: (cancel, emit)."""
 
 
 def bundled_model_path() -> Path | None:
@@ -98,6 +103,8 @@ class LocalBackend(Backend):
     # A CPU model evaluates a few hundred prompt tokens a second here: a short prompt
     # keeps the first suggestion in a file around a second.
     context_tokens = 480
+    # The scope and its rewrite must both fit in n_ctx; code around it would crowd them out.
+    action_context_chars = 0
 
     def __init__(
         self,
@@ -159,6 +166,39 @@ class LocalBackend(Backend):
 
     async def stream(self, request: CompletionRequest) -> AsyncGenerator[str, None]:
         llm = await self._model()
+
+        def job(cancel: threading.Event, emit: _Emit) -> None:
+            self._generate(llm, request, cancel, emit)
+
+        async with contextlib.aclosing(self._in_worker(job)) as texts:
+            async for text in texts:
+                yield text
+
+    async def chat(
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int,
+        model: str | None = None,
+        prediction: str | None = None,
+        usage: ChatUsage | None = None,
+    ) -> AsyncGenerator[str, None]:
+        """A chat answer through the model's own chat template, run like ghost text: on a
+        worker thread holding the generation lock (the model serves one caller at a time)."""
+        llm = await self._model()
+        usage = usage if usage is not None else ChatUsage()
+        conversation = [dict(message) for message in messages]
+
+        def job(cancel: threading.Event, emit: _Emit) -> None:
+            self._chat(llm, conversation, max_tokens, cancel, emit, usage)
+
+        async with contextlib.aclosing(self._in_worker(job)) as texts:
+            async for text in texts:
+                yield text
+
+    async def _in_worker(self, job: _Job) -> AsyncGenerator[str, None]:
+        """Run `job` on a worker thread holding the generation lock; yield what it emits.
+        Closing the generator tells the worker to stop at its next check."""
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[str | BaseException | _Done] = asyncio.Queue()
         cancel = threading.Event()
@@ -171,7 +211,7 @@ class LocalBackend(Backend):
 
         thread = threading.Thread(
             target=self._work,
-            args=(llm, request, cancel, emit),
+            args=(job, cancel, emit),
             name=WORKER_THREAD_NAME,
             daemon=True,
         )
@@ -240,18 +280,12 @@ class LocalBackend(Backend):
         with self._generation_lock:
             llm.close()
 
-    def _work(
-        self,
-        llm: Any,
-        request: CompletionRequest,
-        cancel: threading.Event,
-        emit: Callable[[str | BaseException | _Done], None],
-    ) -> None:
+    def _work(self, job: _Job, cancel: threading.Event, emit: _Emit) -> None:
         try:
             while not cancel.is_set():
                 if self._generation_lock.acquire(timeout=_LOCK_POLL_SECONDS):
                     try:
-                        self._generate(llm, request, cancel, emit)
+                        job(cancel, emit)
                     finally:
                         self._generation_lock.release()
                     break
@@ -262,12 +296,39 @@ class LocalBackend(Backend):
             with self._workers_lock:
                 self._workers.pop(threading.current_thread(), None)
 
+    def _chat(
+        self,
+        llm: Any,
+        messages: list[dict[str, str]],
+        max_tokens: int,
+        cancel: threading.Event,
+        emit: _Emit,
+        usage: ChatUsage,
+    ) -> None:
+        """Stream a chat completion, checking for cancellation between tokens (the prompt
+        itself is evaluated in one call llama-cpp-python does not let us interrupt)."""
+        chunks = llm.create_chat_completion(
+            messages=messages, max_tokens=max_tokens, temperature=0.0, stream=True
+        )
+        try:
+            for chunk in chunks:
+                if cancel.is_set():
+                    break
+                choices = chunk.get("choices") or [{}]
+                text = (choices[0].get("delta") or {}).get("content")
+                if text:
+                    self.tokens_generated += 1
+                    usage.completion_tokens += 1
+                    emit(text)
+        finally:
+            chunks.close()
+
     def _generate(
         self,
         llm: Any,
         request: CompletionRequest,
         cancel: threading.Event,
-        emit: Callable[[str | BaseException | _Done], None],
+        emit: _Emit,
     ) -> None:
         import llama_cpp
 

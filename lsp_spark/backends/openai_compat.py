@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Sequence
 from typing import Any, Literal
 
 import httpx
 
-from lsp_spark.backends.base import Backend, BackendError, CompletionRequest, FailureKind
+from lsp_spark.backends.base import (
+    Backend,
+    BackendError,
+    ChatUsage,
+    CompletionRequest,
+    FailureKind,
+    Message,
+)
 from lsp_spark.prompts.chat import chat_messages
 from lsp_spark.prompts.fim import FIM_TEMPLATES
 
@@ -84,6 +92,43 @@ class OpenAICompatibleBackend(Backend):
 
     async def stream(self, request: CompletionRequest) -> AsyncGenerator[str, None]:
         path, body = self._body(request)
+        async with contextlib.aclosing(self._events(path, body)) as events:
+            async for payload in events:
+                if usage := payload.get("usage"):
+                    self.last_usage.prompt_tokens = usage.get("prompt_tokens") or 0
+                    self.last_usage.completion_tokens = usage.get("completion_tokens") or 0
+                if text := _chunk_text(payload):
+                    yield text
+
+    async def chat(
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int,
+        model: str | None = None,
+        prediction: str | None = None,
+        usage: ChatUsage | None = None,
+    ) -> AsyncGenerator[str, None]:
+        """A plain chat answer: servers of this kind rarely take a prediction, and some
+        refuse unknown parameters, so none is sent."""
+        body: dict[str, Any] = {
+            "model": model or self.model,
+            "messages": [dict(message) for message in messages],
+            "stream": True,
+            "max_tokens": max_tokens,
+            "temperature": 0.0,
+            "stream_options": {"include_usage": True},
+        }
+        async with contextlib.aclosing(self._events("/v1/chat/completions", body)) as events:
+            async for payload in events:
+                if usage is not None and (reported := payload.get("usage")):
+                    usage.record(reported)
+                if text := _chunk_text(payload):
+                    yield text
+
+    async def _events(
+        self, path: str, body: dict[str, Any]
+    ) -> AsyncGenerator[dict[str, Any], None]:
         try:
             async with self._client.stream("POST", path, json=body) as response:
                 if response.status_code != 200:
@@ -99,11 +144,8 @@ class OpenAICompatibleBackend(Backend):
                     except json.JSONDecodeError:
                         log.debug("skipping a malformed stream chunk")
                         continue
-                    if usage := payload.get("usage"):
-                        self.last_usage.prompt_tokens = usage.get("prompt_tokens") or 0
-                        self.last_usage.completion_tokens = usage.get("completion_tokens") or 0
-                    if text := _chunk_text(payload):
-                        yield text
+                    if isinstance(payload, dict):
+                        yield payload
         except httpx.HTTPError as error:
             raise BackendError(
                 FailureKind.UNAVAILABLE,

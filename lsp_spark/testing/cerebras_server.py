@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import difflib
 import enum
 import itertools
 import json
@@ -155,6 +156,9 @@ class ServerConfig:
     models: list[str] = field(default_factory=lambda: list(DEFAULT_MODELS))
     api_key: str | None = None
     sticky_fault: Fault | None = None
+    prediction_models: list[str] | None = None
+    """Models that take a ``prediction`` (Predicted Outputs); None: every model. Others
+    answer 400, as Cerebras does for a model without the feature."""
     replies: deque[str] = field(default_factory=deque)
     faults: deque[Fault] = field(default_factory=deque)
 
@@ -418,6 +422,7 @@ class _Spec:
     max_tokens: int | None
     stops: tuple[str, ...]
     prompt_tokens: int
+    prediction: str | None = None
 
 
 def _parse_spec(body: Any, *, chat: bool) -> _Spec:
@@ -456,7 +461,22 @@ def _parse_spec(body: Any, *, chat: bool) -> _Spec:
         stops = tuple(stop)
     else:
         raise _HttpError(400, "'stop' must be a string or a list of strings", param="stop")
-    return _Spec(model, bool(body.get("stream")), limit, stops, prompt_tokens)
+    return _Spec(model, bool(body.get("stream")), limit, stops, prompt_tokens, _prediction(body))
+
+
+def _prediction(body: dict[str, Any]) -> str | None:
+    """The predicted content of a Predicted Outputs request, or None without one."""
+    prediction = body.get("prediction")
+    if prediction is None:
+        return None
+    content = prediction.get("content") if isinstance(prediction, dict) else None
+    if not isinstance(prediction, dict) or prediction.get("type") != "content":
+        raise _HttpError(400, "'prediction' must be of type 'content'", param="prediction")
+    if isinstance(content, list):
+        content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    if not isinstance(content, str):
+        raise _HttpError(400, "'prediction.content' must be text", param="prediction")
+    return content
 
 
 @dataclass(slots=True)
@@ -472,6 +492,7 @@ class _Generation:
     started: float
     ttft: float
     gap: float
+    prediction: str | None = None
     id: str = ""
     created: int = field(default_factory=lambda: int(time.time()))
 
@@ -499,6 +520,14 @@ class _Generation:
             "total_tokens": self.prompt_tokens + completion,
             "prompt_tokens_details": {"cached_tokens": 0},
         }
+        if self.prediction is not None:
+            predicted = tokenize(self.prediction)
+            matcher = difflib.SequenceMatcher(None, predicted, self.tokens, autojunk=False)
+            accepted = sum(block.size for block in matcher.get_matching_blocks())
+            out["usage"]["completion_tokens_details"] = {
+                "accepted_prediction_tokens": accepted,
+                "rejected_prediction_tokens": len(predicted) - accepted,
+            }
         out["time_info"] = {
             "queue_time": 0.000_1,
             "prompt_time": min(self.ttft, total),
@@ -829,6 +858,13 @@ class CerebrasTestServer:
     ) -> bool:
         config = self.config
         spec = _parse_spec(record.body, chat=chat)
+        takes_prediction = config.prediction_models
+        if spec.prediction is not None and (
+            takes_prediction is not None and spec.model not in takes_prediction
+        ):
+            raise _HttpError(
+                400, f"Predicted outputs are not supported by {spec.model}", param="prediction"
+            )
         fault = record.fault = config.next_fault()
         if fault is not None and fault.kind in _ERROR_FAULTS:
             return await self._send_fault(conn, request, record, fault)
@@ -855,6 +891,7 @@ class CerebrasTestServer:
             started=record.received_at,
             ttft=max(config.ttft, 0.0),
             gap=1.0 / tps if tps and tps > 0 else 0.0,
+            prediction=spec.prediction,
         )
         record.status = 200
         if spec.stream:
