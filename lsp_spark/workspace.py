@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -57,6 +58,16 @@ class RecentEdits:
         self.places.extend(kept)
 
 
+MAX_PARSED_CHARS = 2_000_000
+MINIFIED_LINE = re.compile(r"[^\n]{20000}")
+
+
+def worth_parsing(text: str) -> bool:
+    """Huge and minified files get text-only context: their trees and outlines would cost
+    seconds on the event loop for nothing a suggestion needs."""
+    return len(text) <= MAX_PARSED_CHARS and MINIFIED_LINE.search(text) is None
+
+
 class Workspace:
     def __init__(self) -> None:
         self.documents = DocumentStore()
@@ -72,6 +83,8 @@ class Workspace:
 
     def open(self, uri: str, language_id: str, version: int, text: str) -> Document:
         document = self.documents.open(uri, language_id, version, text)
+        if not worth_parsing(text):
+            return document
         if self.syntax.open(document) is not None:
             with contextlib.suppress(RuntimeError):
                 asyncio.get_running_loop().call_soon(self._prepare, uri)

@@ -1,39 +1,63 @@
 """A bare JSON-RPC client over the server's stdio, for messages a well-behaved client library
-would refuse to send (missing or malformed params, invalid JSON)."""
+would refuse to send (missing or malformed params, invalid JSON, broken framing)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import selectors
 import subprocess
 import time
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tests.conftest import SERVER_COMMAND, SERVER_ENV
 
+METHOD_NOT_FOUND = -32601
+
 
 class RawClient:
-    def __init__(self) -> None:
+    def __init__(self, args: Sequence[str] = (), env: Mapping[str, str] | None = None) -> None:
         self.process = subprocess.Popen(
-            SERVER_COMMAND,
+            [*SERVER_COMMAND, *args],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
-            env=SERVER_ENV,
+            env=SERVER_ENV | dict(env or {}),
         )
         self._buffer = b""
+        self._ids = itertools.count(1)
         self._selector = selectors.DefaultSelector()
         assert self.process.stdout is not None
         self._selector.register(self.process.stdout, selectors.EVENT_READ)
 
-    def send_bytes(self, body: bytes) -> None:
+    def write(self, data: bytes) -> None:
+        """Bytes exactly as given, framing included, for messages with broken headers."""
         assert self.process.stdin is not None
-        self.process.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        self.process.stdin.write(data)
         self.process.stdin.flush()
+
+    def send_bytes(self, body: bytes) -> None:
+        self.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
 
     def send(self, message: dict[str, Any]) -> None:
         self.send_bytes(json.dumps(message).encode())
+
+    def request(self, method: str, params: Any = None, timeout: float = 10.0) -> dict[str, Any]:
+        """Send a request (without params when they are None) and wait for its response."""
+        request_id = f"raw-{next(self._ids)}"
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        self.send(message)
+        return self.reply(request_id, timeout)
+
+    def notify(self, method: str, params: Any = None) -> None:
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = params
+        self.send(message)
 
     def initialize(self, options: dict[str, Any] | None = None) -> None:
         self.send(
@@ -49,12 +73,41 @@ class RawClient:
 
     def reply(self, request_id: Any, timeout: float = 10.0) -> dict[str, Any]:
         """The response to one request; messages before it are skipped."""
+        return self.messages_until(request_id, timeout)[-1]
+
+    def messages_until(self, request_id: Any, timeout: float = 10.0) -> list[dict[str, Any]]:
+        """Everything the server sent up to and including the response to one request.
+
+        Requests from the server are refused (MethodNotFound) so that it never waits on us.
+        """
         deadline = time.monotonic() + timeout
+        seen: list[dict[str, Any]] = []
         while time.monotonic() < deadline:
             message = self._next(deadline - time.monotonic())
-            if message is not None and message.get("id") == request_id and "method" not in message:
-                return message
+            if message is None:
+                if self.process.poll() is not None:
+                    raise EOFError(f"the server exited with code {self.process.returncode}")
+                continue
+            seen.append(message)
+            if "method" in message and "id" in message:
+                self.send(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": message["id"],
+                        "error": {"code": METHOD_NOT_FOUND, "message": "not supported"},
+                    }
+                )
+            elif message.get("id") == request_id and "method" not in message:
+                return seen
         raise TimeoutError(f"no response to request {request_id!r}")
+
+    def rss_mib(self) -> float:
+        """The server process's resident memory."""
+        with open(f"/proc/{self.process.pid}/status") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+        raise ValueError("no VmRSS line")
 
     def _next(self, timeout: float) -> dict[str, Any] | None:
         while True:

@@ -49,7 +49,9 @@ def cursor_window(
     """
     current = lines(row, row + 1)
     current_line = current[0] if current else ""
-    line_prefix, line_suffix = current_line[:column], current_line[column:]
+    # A minified file is one endless line: only its budget's worth goes to the prompt.
+    line_prefix = current_line[max(0, column - prefix_chars) : column]
+    line_suffix = current_line[column : column + suffix_chars]
     before: list[str] = []
     budget = prefix_chars - len(line_prefix)
     top = row
