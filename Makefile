@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 EDITOR_PACKAGES := neovim emacs-nox elpa-eglot
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: install editors demo test lint bench
+.PHONY: install editors demo test lint bench soak
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,11 @@ bench: install
 	$(BIN)/python benchmarks/bench_syntax.py
 	$(BIN)/python benchmarks/bench_context.py
 	$(BIN)/python benchmarks/holes.py
+	$(BIN)/python benchmarks/bench_http.py
 	$(BIN)/python benchmarks/bench_privacy.py
 	$(BIN)/python benchmarks/edit_tasks.py
 	$(BIN)/python benchmarks/replay.py
+
+# Minutes long, so not part of `bench`: 20,000 requests through one server.
+soak: install
+	$(BIN)/python benchmarks/soak.py

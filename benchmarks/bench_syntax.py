@@ -294,7 +294,7 @@ def bench(language_id: str, text: str, scope_types: frozenset[str]) -> dict[str,
             partial(parser.parse, source) for _ in range(FULL_PARSES)
         ),
         "full parse from the document's blocks": timed(
-            partial(parser.parse, document.read_utf8) for _ in range(FULL_PARSES)
+            partial(parser.parse, document.utf8) for _ in range(FULL_PARSES)
         ),
     }
     return results

@@ -277,11 +277,17 @@ class Document:
         col = _col_from_units(block.lines[k], rel - starts[k], PositionEncoding.UTF8)
         return self._char_at[bi] + sum(map(len, block.lines[:k])) + col
 
-    def read_utf8(self, byte_offset: int, point: Point) -> bytes:
-        """Tree-sitter read callback: parse straight from the blocks without joining the text.
+    @property
+    def utf8(self) -> bytes:
+        """The whole text as UTF-8, for tree-sitter: joined from the blocks' cached
+        encodings (only changed blocks encode again).
 
-        ``point`` is ignored; the byte offset alone locates the chunk.
-        """
+        Not a read callback: py-tree-sitter 0.26 keeps every chunk a callback returns
+        (2,000 parses of a 20 KB file through a callback grew memory by 55 MB)."""
+        return b"".join(block.utf8 for block in self._blocks)
+
+    def read_utf8(self, byte_offset: int, point: Point) -> bytes:
+        """The bytes from `byte_offset` to the end of its block (`point` is ignored)."""
         if not 0 <= byte_offset < self._byte_at[-1]:
             return b""
         bi = bisect_right(self._byte_at, byte_offset) - 1

@@ -19,7 +19,7 @@ from lsp_spark.documents import Document
 from lsp_spark.postprocess import SuggestionStream
 from lsp_spark.privacy.exclusion import Exclusions
 from lsp_spark.privacy.redaction import contains_placeholder, redact_request
-from lsp_spark.scheduler import LatestOnly, outcome
+from lsp_spark.scheduler import LatestOnly, cancel_once, outcome
 from lsp_spark.scheduler.cache import LineState, SuggestionCache
 from lsp_spark.scheduler.debounce import AdaptiveDebounce
 from lsp_spark.settings import Settings
@@ -162,6 +162,10 @@ class CompletionEngine:
                 FailureKind.MISCONFIGURED, "lsp-spark has no backend configured yet."
             )
         return self._backend
+
+    @property
+    def connections(self) -> tuple[int, int]:
+        return self._backend.connections if self._backend else (0, 0)
 
     @property
     def backend_name(self) -> str:
@@ -404,7 +408,7 @@ class CompletionEngine:
 
     def _cancel_prefetch(self, uri: str) -> None:
         if (pending := self._prefetches.pop(uri, None)) is not None:
-            pending.task.cancel()
+            cancel_once(pending.task)
 
     async def _prefetch(
         self,
@@ -592,7 +596,7 @@ class CompletionEngine:
         if self._idle_timer is not None:
             self._idle_timer.cancel()
         for task in list(self._background):
-            task.cancel()
+            cancel_once(task)
         if self._background:
             await asyncio.gather(*self._background, return_exceptions=True)
         if self._backend is not None:

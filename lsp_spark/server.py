@@ -57,6 +57,8 @@ their arguments)."""
 
 class SparkProtocol(LanguageServerProtocol):
     """Document sync goes to our own store; pygls' workspace copy would double the work.
+    (Plain methods, not generators: pygls files every generator notification under a fresh
+    id and never forgets it, a leak per keystroke.)
 
     Every request gets an answer: pygls drops a request whose params fail to deserialize
     without replying, which would leave the editor waiting forever.
@@ -96,19 +98,19 @@ class SparkProtocol(LanguageServerProtocol):
         return (yield from super().lsp_workspace__execute_command(params))
 
     @lsp_method(types.TEXT_DOCUMENT_DID_OPEN)
-    def lsp_text_document__did_open(self, params: types.DidOpenTextDocumentParams) -> Any:
+    def lsp_text_document__did_open(self, params: types.DidOpenTextDocumentParams) -> None:
         if (handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_OPEN)) is not None:
-            yield handler, (params,), None
+            handler(params)
 
     @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
-    def lsp_text_document__did_change(self, params: types.DidChangeTextDocumentParams) -> Any:
+    def lsp_text_document__did_change(self, params: types.DidChangeTextDocumentParams) -> None:
         if (handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_CHANGE)) is not None:
-            yield handler, (params,), None
+            handler(params)
 
     @lsp_method(types.TEXT_DOCUMENT_DID_CLOSE)
-    def lsp_text_document__did_close(self, params: types.DidCloseTextDocumentParams) -> Any:
+    def lsp_text_document__did_close(self, params: types.DidCloseTextDocumentParams) -> None:
         if (handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_CLOSE)) is not None:
-            yield handler, (params,), None
+            handler(params)
 
 
 class SparkServer(LanguageServer):
@@ -394,12 +396,19 @@ async def edit_with_instruction(ls: SparkServer, *arguments: Any) -> dict[str, A
 
 @server.feature(STATS_METHOD)
 def stats_request(ls: SparkServer, _: Any = None) -> dict[str, Any]:
-    return ls.engine.stats.snapshot(ls.engine.backend_name, ls.engine.model_name)
+    """The engine's counters, and what a long session could leak (for the soak run)."""
+    stats = ls.engine.stats.snapshot(ls.engine.backend_name, ls.engine.model_name)
+    open_connections, busy_connections = ls.engine.connections
+    stats["openTasks"] = len(asyncio.all_tasks())
+    stats["pendingRequests"] = len(ls.protocol._request_futures)
+    stats["openConnections"] = open_connections
+    stats["busyConnections"] = busy_connections
+    return stats
 
 
 @server.command(STATS_COMMAND)
 def stats_command(ls: SparkServer, *_: Any) -> dict[str, Any]:
-    return ls.engine.stats.snapshot(ls.engine.backend_name, ls.engine.model_name)
+    return stats_request(ls)
 
 
 @server.command(ACCEPTED_COMMAND)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from lsp_spark.scheduler import LatestOnly, outcome
 
 
@@ -24,6 +26,7 @@ async def test_a_newer_job_cancels_the_older_one() -> None:
     assert await outcome(first) is None
     assert await outcome(second) == "second"
     assert closed == ["first"]
+    await asyncio.sleep(0)  # done callbacks run on the loop's next turn
     assert len(jobs) == 0
 
 
@@ -49,3 +52,35 @@ async def test_jobs_for_different_documents_run_side_by_side() -> None:
     a = jobs.submit("a", asyncio.sleep(0.01, result="a"))
     b = jobs.submit("b", asyncio.sleep(0.01, result="b"))
     assert await asyncio.gather(outcome(a), outcome(b)) == ["a", "b"]
+
+
+async def test_a_job_cancelled_by_its_caller_and_by_a_newer_job_is_cancelled_once() -> None:
+    """The second cancellation would land while the first is still closing the upstream
+    stream and interrupt that close, leaving the HTTP connection marked in use."""
+    jobs = LatestOnly()
+    interrupted_closes = 0
+    started = asyncio.Event()
+
+    async def streaming() -> None:
+        nonlocal interrupted_closes
+        started.set()
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            try:
+                await asyncio.sleep(0.05)
+            except asyncio.CancelledError:
+                interrupted_closes += 1
+            raise
+
+    task = jobs.submit("file:///a.py", streaming())
+    caller = asyncio.create_task(outcome(task))
+    await started.wait()
+    caller.cancel()
+    await asyncio.sleep(0.01)
+    jobs.submit("file:///a.py", asyncio.sleep(0))
+    with pytest.raises(asyncio.CancelledError):
+        await caller
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert interrupted_closes == 0

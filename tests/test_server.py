@@ -366,3 +366,43 @@ async def test_an_unknown_model_is_reported_once_in_the_background(
     await client.wait_for_notification(types.WINDOW_SHOW_MESSAGE)
     [message] = [m.message for m in client.messages if "no-such-model" in m.message]
     assert "gpt-oss-120b" in message
+
+
+async def test_a_cancelled_request_superseded_at_once_gives_its_connection_back(
+    start_spark: StartSpark, cerebras: CerebrasTestServer
+) -> None:
+    """Rounds of `$/cancelRequest` plus the next keystroke on a streaming request leave the
+    server answering: a connection leaked per round would exhaust the pool of ten (the
+    race behind that leak is pinned down in test_scheduler)."""
+    cerebras.config.tokens_per_second = 50
+    cerebras.config.default_reply = " word" * 100
+    client = await start_spark(cerebras_options(cerebras, cache=False, maxTokens=400))
+    uri = open_document(client, "x = \n")
+    for round_ in range(12):
+        request = asyncio.ensure_future(
+            client.protocol.send_request_async(
+                types.TEXT_DOCUMENT_INLINE_COMPLETION,
+                types.InlineCompletionParams(
+                    text_document=types.TextDocumentIdentifier(uri),
+                    position=types.Position(0, 4),
+                    context=types.InlineCompletionContext(
+                        types.InlineCompletionTriggerKind.Automatic
+                    ),
+                ),
+                msg_id=f"round-{round_}",
+            )
+        )
+        assert await eventually(
+            cerebras,
+            lambda n=round_ + 1: len(cerebras.completion_requests) == 2 * n - 1
+            and cerebras.completion_requests[-1].tokens_sent >= 1,
+            5.0,
+        )
+        client.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=f"round-{round_}"))
+        superseding = asyncio.ensure_future(inline(client, uri, 0, 3))
+        with pytest.raises(JsonRpcRequestCancelled):
+            await request
+        await superseding
+    cerebras.config.tokens_per_second = None
+    cerebras.config.default_reply = "1"
+    assert [item.insert_text for item in (await inline(client, uri, 0, 4)).items] == ["1"]

@@ -26,6 +26,7 @@ from lsp_spark.actions.targets import Function, functions
 from lsp_spark.backends import Backend, BackendError
 from lsp_spark.context.sources import filename_of
 from lsp_spark.documents import Document, PositionEncoding
+from lsp_spark.scheduler import cancel_once
 from lsp_spark.syntax.grammars import canonical
 from lsp_spark.workspace import Workspace
 
@@ -144,7 +145,7 @@ class SecurityReview:
         if state.timer is not None:
             state.timer.cancel()
         if state.task is not None:
-            state.task.cancel()
+            cancel_once(state.task)
 
     async def _review(self, uri: str) -> None:
         document = self.workspace.documents.get(uri)

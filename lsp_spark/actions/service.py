@@ -36,6 +36,7 @@ from lsp_spark.context.budget import ESTIMATED_CHARS_PER_TOKEN
 from lsp_spark.context.sources import filename_of
 from lsp_spark.documents import Document, PositionEncoding
 from lsp_spark.privacy.redaction import PLACEHOLDER
+from lsp_spark.scheduler import cancel_once
 from lsp_spark.stats import ActionStats
 from lsp_spark.syntax.grammars import canonical, language_for
 from lsp_spark.syntax.outline import error_count
@@ -156,8 +157,8 @@ class ActionService:
         job = _Job(target, task)
         self._jobs.setdefault(request.uri, []).append(job)
         try:
-            await progress.begin(self._title(request, target), task.cancel)
-            outcome = await task
+            await progress.begin(self._title(request, target), lambda: cancel_once(task))
+            outcome = await asyncio.shield(task)
         except asyncio.CancelledError:
             current = asyncio.current_task()
             if job.superseded:
@@ -165,10 +166,11 @@ class ActionService:
             else:
                 self.stats.cancelled += 1
             if current is not None and current.cancelling():
+                cancel_once(task)
                 raise
             return Outcome(None, "lsp-spark: the edit was cancelled.", quiet=True)
         finally:
-            task.cancel()
+            cancel_once(task)
             progress.end("done")
             jobs = self._jobs.get(request.uri, [])
             if job in jobs:
@@ -229,7 +231,7 @@ class ActionService:
         for job in self._jobs.get(uri, []):
             if job.target.overlaps(target) and not job.task.done():
                 job.superseded = True
-                job.task.cancel()
+                cancel_once(job.task)
 
     def _title(self, request: ActionRequest, target: Target) -> str:
         action = catalog.BY_ID.get(request.action, catalog.INSTRUCTION)

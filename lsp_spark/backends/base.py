@@ -127,6 +127,11 @@ class Backend(ABC):
         """The backend's own tokenizer, when it has one at hand; else budgets are estimated."""
         return None
 
+    @property
+    def connections(self) -> tuple[int, int]:
+        """Open upstream connections and how many are in use; (0, 0) where not tracked."""
+        return 0, 0
+
     async def warm(self) -> None:
         """Pay connection or load costs ahead of the first keystroke."""
 

@@ -171,6 +171,10 @@ class CerebrasBackend(Backend):
                 if text := _delta_text(payload):
                     yield text
 
+    @property
+    def connections(self) -> tuple[int, int]:
+        return self._http.connections
+
     async def warm(self) -> None:
         """Open the keep-alive connection so the first keystroke pays no handshake."""
         await self._http.warm("/v1/tcp_warming")

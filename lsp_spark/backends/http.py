@@ -8,10 +8,12 @@ keeps the calls that are not per keystroke (listing models).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import logging
 import urllib.request
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -95,13 +97,7 @@ class EventStreamClient:
     async def events(self, path: str, body: dict[str, Any]) -> AsyncGenerator[dict[str, Any], None]:
         content = json.dumps(body, separators=(",", ":")).encode()
         try:
-            async with self._pool.stream(
-                "POST",
-                self.base_url + path,
-                headers=[*self._headers, (b"content-length", str(len(content)).encode())],
-                content=content,
-                extensions={"timeout": self._timeouts},
-            ) as response:
+            async with self._response(path, content) as response:
                 if response.status != 200:
                     raise status_failure(response.status, dict(response.headers), self._service)
                 pending = b""
@@ -133,6 +129,25 @@ class EventStreamClient:
             raise BackendError(
                 FailureKind.MISCONFIGURED, f"Unsupported base URL for {self._service}."
             ) from None
+
+    @contextlib.asynccontextmanager
+    async def _response(self, path: str, content: bytes) -> AsyncIterator[httpcore.Response]:
+        """httpcore's own `stream`, except that closing the response is shielded: a second
+        cancellation arriving while the first closes it (an editor's `$/cancelRequest` and
+        then the next keystroke) would otherwise leave the connection marked in use for
+        good, and after ten of them the pool has none left."""
+        request = httpcore.Request(
+            "POST",
+            self.base_url + path,
+            headers=[*self._headers, (b"content-length", str(len(content)).encode())],
+            content=content,
+            extensions={"timeout": self._timeouts},
+        )
+        response = await self._pool.handle_async_request(request)
+        try:
+            yield response
+        finally:
+            await asyncio.shield(response.aclose())
 
     def _parse(self, data: bytes) -> dict[str, Any] | None:
         try:
@@ -166,8 +181,10 @@ class EventStreamClient:
             log.debug("warming %s failed: unsupported base URL", self._service)
 
     @property
-    def connections(self) -> int:
-        return len(self._pool.connections)
+    def connections(self) -> tuple[int, int]:
+        """Open connections, and how many of them are in use (for stats and leak checks)."""
+        pool = self._pool.connections
+        return len(pool), sum(1 for connection in pool if not connection.is_idle())
 
     async def aclose(self) -> None:
         await self._pool.aclose()

@@ -9,6 +9,14 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 
+def cancel_once(task: asyncio.Task[Any]) -> None:
+    """Cancel a task unless it is already being cancelled. A second cancellation lands while
+    the first is still closing the upstream stream and interrupts that: the HTTP connection
+    then stays marked in use, and after ten of them the pool has none left."""
+    if not task.done() and not task.cancelling():
+        task.cancel()
+
+
 class LatestOnly:
     """A newer job for the same key cancels the older one.
 
@@ -40,12 +48,12 @@ class LatestOnly:
     def cancel(self, key: str) -> None:
         task = self._jobs.pop(key, None)
         if task is not None:
-            task.cancel()
+            cancel_once(task)
 
     def cancel_all(self) -> None:
         self._jobs.clear()
         for task in list(self._running):
-            task.cancel()
+            cancel_once(task)
 
     def __len__(self) -> int:
         return len(self._jobs)
@@ -54,13 +62,14 @@ class LatestOnly:
 async def outcome(task: asyncio.Task[T]) -> T | None:
     """Await a job; a job superseded by a newer one yields None instead of an error.
 
-    If the caller itself is cancelled (`$/cancelRequest`), awaiting the task
-    cancels it too, which closes its upstream stream.
+    If the caller itself is cancelled (`$/cancelRequest`), the task is cancelled too
+    (once: it may already be superseded), which closes its upstream stream.
     """
     try:
-        return await task
+        return await asyncio.shield(task)
     except asyncio.CancelledError:
         current = asyncio.current_task()
         if current is not None and current.cancelling():
+            cancel_once(task)
             raise
         return None

@@ -135,7 +135,8 @@ def added_errors(syntax: SyntaxTree, byte_offset: int, text: str) -> int:
 
 def _added_errors_in_place(syntax: SyntaxTree, byte_offset: int, inserted: bytes) -> int:
     """The same check for a huge statement: parse incrementally from a copy of the tree
-    with the text spliced in through the read callback, so nothing is copied whole."""
+    with the text spliced in (one copy of the bytes: a read callback would leak them all,
+    see `Document.utf8`)."""
     tree = syntax.tree
     size = len(inserted)
     document = syntax.document
@@ -156,13 +157,9 @@ def _added_errors_in_place(syntax: SyntaxTree, byte_offset: int, inserted: bytes
         new_end_point=end,
     )
 
-    def read(offset: int, _point: tuple[int, int]) -> bytes:
-        if offset < byte_offset:
-            return document.read_utf8(offset, _point)[: byte_offset - offset]
-        if offset < byte_offset + size:
-            return inserted[offset - byte_offset :]
-        return document.read_utf8(offset - size, _point)
-
-    spliced = Parser(syntax.language).parse(read, candidate)
+    whole = document.utf8
+    spliced = Parser(syntax.language).parse(
+        whole[:byte_offset] + inserted + whole[byte_offset:], candidate
+    )
     before = _errors_around(tree, byte_offset, byte_offset)
     return _errors_around(spliced, byte_offset, byte_offset + size) - before

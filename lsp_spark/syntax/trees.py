@@ -64,9 +64,11 @@ class SyntaxTree:
     def tree(self) -> Tree:
         """The current tree: reparsed incrementally (reusing the edited tree) if edits came in."""
         if self._stale or self._tree is None:
-            read = self.document.read_utf8
+            source = self.document.utf8
             old = self._tree
-            self._tree = self._parser.parse(read) if old is None else self._parser.parse(read, old)
+            self._tree = (
+                self._parser.parse(source) if old is None else self._parser.parse(source, old)
+            )
             self._stale = False
             self.version += 1
         return self._tree

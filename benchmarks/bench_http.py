@@ -1,0 +1,128 @@
+"""What one streamed completion costs the server's CPU, by HTTP client.
+
+Run: `python benchmarks/bench_http.py` (prints a table, writes benchmarks/results/http.json).
+The loopback Cerebras-compatible server runs in another process (as the real service would),
+and each client streams the same chat completion from it: the Cerebras SDK, plain httpx,
+and httpcore through the server's own `EventStreamClient`. CPU time per completion is what
+the keystroke's path pays; wall time includes the loopback's own work.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import multiprocessing
+import statistics
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from multiprocessing.connection import Connection
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import httpx  # noqa: E402
+from cerebras.cloud.sdk import AsyncCerebras  # noqa: E402
+
+from lsp_spark.backends.http import EventStreamClient  # noqa: E402
+from lsp_spark.testing.cerebras_server import CerebrasTestServer  # noqa: E402
+
+RESULTS = ROOT / "benchmarks" / "results" / "http.json"
+KEY = "bench-http-key"
+ROUNDS = 3
+COMPLETIONS = 300
+WARM_UP = 20
+BODY = {
+    "model": "gpt-oss-120b",
+    "messages": [
+        {"role": "system", "content": "s" * 2000},
+        {"role": "user", "content": "u" * 6000},
+    ],
+    "stream": True,
+    "max_completion_tokens": 96,
+    "temperature": 0,
+}
+
+
+def serve(pipe: Connection) -> None:
+    with CerebrasTestServer(api_key=KEY, default_reply="total = price * quantity\n") as server:
+        pipe.send(server.base_url)
+        pipe.recv()
+
+
+async def measure(base_url: str) -> dict[str, dict[str, float]]:
+    sdk = AsyncCerebras(api_key=KEY, base_url=base_url, max_retries=0, warm_tcp_connection=False)
+    plain = httpx.AsyncClient(base_url=base_url, headers={"authorization": f"Bearer {KEY}"})
+    ours = EventStreamClient(
+        base_url, service="loopback", api_key=KEY, timeout=8.0, skip_malformed=False
+    )
+    content = json.dumps(BODY).encode()
+
+    async def via_sdk() -> None:
+        async with sdk.chat.completions.with_streaming_response.create(**BODY) as response:  # type: ignore[call-overload]
+            async for _ in response.iter_lines():
+                pass
+
+    async def via_httpx() -> None:
+        headers = {"content-type": "application/json"}
+        async with plain.stream(
+            "POST", "/v1/chat/completions", content=content, headers=headers
+        ) as response:
+            async for _ in response.aiter_lines():
+                pass
+
+    async def via_httpcore() -> None:
+        async for _ in ours.events("/v1/chat/completions", BODY):
+            pass
+
+    clients: dict[str, Callable[[], Awaitable[None]]] = {
+        "cerebras-cloud-sdk": via_sdk,
+        "httpx": via_httpx,
+        "httpcore (EventStreamClient)": via_httpcore,
+    }
+    cpu: dict[str, list[float]] = {name: [] for name in clients}
+    wall: dict[str, list[float]] = {name: [] for name in clients}
+    for _ in range(ROUNDS):
+        for name, complete in clients.items():
+            for _ in range(WARM_UP):
+                await complete()
+            for _ in range(COMPLETIONS // ROUNDS):
+                started_cpu, started = time.process_time(), time.perf_counter()
+                await complete()
+                cpu[name].append((time.process_time() - started_cpu) * 1000)
+                wall[name].append((time.perf_counter() - started) * 1000)
+    await sdk.close()
+    await plain.aclose()
+    await ours.aclose()
+    return {
+        name: {
+            "cpuMeanMs": statistics.mean(cpu[name]),
+            "wallP50Ms": statistics.median(wall[name]),
+            "completions": len(cpu[name]),
+        }
+        for name in clients
+    }
+
+
+def main() -> None:
+    context = multiprocessing.get_context("spawn")
+    ours, theirs = context.Pipe()
+    upstream = context.Process(target=serve, args=(theirs,), daemon=True)
+    upstream.start()
+    try:
+        base_url = ours.recv()
+        results = asyncio.run(measure(base_url))
+    finally:
+        ours.send(None)
+        upstream.join(10)
+    print(f"{'client':32} {'CPU per completion (ms)':>24} {'wall p50 (ms)':>14}")
+    for name, row in results.items():
+        print(f"{name:32} {row['cpuMeanMs']:>24.3f} {row['wallP50Ms']:>14.3f}")
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps({"python": sys.version.split()[0], "results": results}, indent=2))
+    print(f"wrote {RESULTS.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
