@@ -402,7 +402,7 @@ def stats_request(ls: SparkServer, _: Any = None) -> dict[str, Any]:
     stats["openTasks"] = len(asyncio.all_tasks())
     stats["pendingRequests"] = len(ls.protocol._request_futures)
     stats["openConnections"] = open_connections
-    stats["busyConnections"] = busy_connections
+    stats["activeConnections"] = busy_connections
     return stats
 
 
