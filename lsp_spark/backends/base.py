@@ -57,6 +57,12 @@ class StreamUsage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
 
+    def read(self, payload: dict[str, Any]) -> None:
+        """Take the counts from an OpenAI-style stream chunk that carries them."""
+        if usage := payload.get("usage"):
+            self.prompt_tokens = usage.get("prompt_tokens") or 0
+            self.completion_tokens = usage.get("completion_tokens") or 0
+
 
 @dataclass(slots=True)
 class ChatUsage:

@@ -116,9 +116,7 @@ class CerebrasBackend(Backend):
         if self._reasoning_effort:
             body["reasoning_effort"] = self._reasoning_effort
         async for payload in self._http.events(CHAT_PATH, body):
-            if usage := payload.get("usage"):
-                self.last_usage.prompt_tokens = usage.get("prompt_tokens") or 0
-                self.last_usage.completion_tokens = usage.get("completion_tokens") or 0
+            self.last_usage.read(payload)
             if text := _delta_text(payload):
                 yield text
 

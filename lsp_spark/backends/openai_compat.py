@@ -94,9 +94,7 @@ class OpenAICompatibleBackend(Backend):
         path, body = self._body(request)
         async with contextlib.aclosing(self._events(path, body)) as events:
             async for payload in events:
-                if usage := payload.get("usage"):
-                    self.last_usage.prompt_tokens = usage.get("prompt_tokens") or 0
-                    self.last_usage.completion_tokens = usage.get("completion_tokens") or 0
+                self.last_usage.read(payload)
                 if text := _chunk_text(payload):
                     yield text
 
