@@ -160,4 +160,3 @@ def test_cerebras_without_a_key_is_a_clear_configuration_error() -> None:
         create_backend(Settings(backend="cerebras"))
     assert raised.value.kind is FailureKind.MISCONFIGURED
     assert "CEREBRAS_API_KEY" in str(raised.value)
-

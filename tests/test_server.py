@@ -394,8 +394,10 @@ async def test_a_cancelled_request_superseded_at_once_gives_its_connection_back(
         )
         assert await eventually(
             cerebras,
-            lambda n=round_ + 1: len(cerebras.completion_requests) == 2 * n - 1
-            and cerebras.completion_requests[-1].tokens_sent >= 1,
+            lambda n=round_ + 1: (
+                len(cerebras.completion_requests) == 2 * n - 1
+                and cerebras.completion_requests[-1].tokens_sent >= 1
+            ),
             5.0,
         )
         client.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=f"round-{round_}"))
