@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import platform
 import random
-import statistics
 import sys
 from collections.abc import Callable, Iterator
 from functools import partial
@@ -20,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from lsprotocol import types as lsp
 from pygls.workspace import TextDocument
-from timing import time_each
+from timing import measure
 
 from lsp_spark.documents import Document, PositionEncoding
 
@@ -40,16 +39,6 @@ def make_text(rng: random.Random) -> str:
         comment = "  # 日本語のコメント 😀" if i % 20 == 0 else ""
         lines.append(f"{indent}{body}{comment}\n")
     return "".join(lines)
-
-
-def measure(calls: Iterator[Callable[[], object]]) -> dict[str, float]:
-    samples = time_each(calls)
-    return {
-        "p50_us": samples[len(samples) // 2] / 1000,
-        "p95_us": samples[len(samples) * 95 // 100] / 1000,
-        "mean_us": statistics.fmean(samples) / 1000,
-        "calls": len(samples),
-    }
 
 
 def middle_of(doc: Document, row: int) -> int:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import platform
 import random
-import statistics
 import string
 import sys
 from collections.abc import Callable, Iterator
@@ -20,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from timing import time_each
+from timing import measure
 
 from lsp_spark.privacy import Exclusions, redact, redact_parts
 
@@ -31,16 +30,6 @@ EXCLUSION_CALLS = 20_000
 BUDGET_US = 500.0
 RESULTS = Path(__file__).resolve().parent / "results" / "privacy.json"
 ALNUM = string.ascii_letters + string.digits
-
-
-def measure(calls: Iterator[Callable[[], object]]) -> dict[str, float]:
-    samples = time_each(calls)
-    return {
-        "p50_us": samples[len(samples) // 2] / 1000,
-        "p95_us": samples[len(samples) * 95 // 100] / 1000,
-        "mean_us": statistics.fmean(samples) / 1000,
-        "calls": len(samples),
-    }
 
 
 def repeat(call: Callable[[], object], times: int = CALLS) -> Iterator[Callable[[], object]]:

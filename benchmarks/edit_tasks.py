@@ -25,7 +25,6 @@ import argparse
 import asyncio
 import json
 import os
-import re
 import statistics
 import sys
 import tempfile
@@ -48,6 +47,7 @@ from lsp_spark.syntax.grammars import language_for  # noqa: E402
 from lsp_spark.syntax.outline import error_count  # noqa: E402
 from lsp_spark.testing import isolated_environment  # noqa: E402
 from lsp_spark.testing.cerebras_server import CerebrasTestServer  # noqa: E402
+from lsp_spark.testing.edits import apply_edits, edited_spans, text_edits  # noqa: E402
 from lsp_spark.workspace import Workspace  # noqa: E402
 
 FIXTURES = ROOT / "fixtures" / "actions"
@@ -57,7 +57,6 @@ TASK_TIMEOUT = 180.0
 """The embedded model on two cores: a long rewrite takes tens of seconds."""
 START_TIMEOUT = 30.0
 KEY = "edit-tasks-key"
-_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
 
 
 def load_tasks() -> list[dict[str, Any]]:
@@ -100,48 +99,13 @@ def capabilities() -> types.ClientCapabilities:
     )
 
 
-def position_offset(text: str, position: types.Position) -> int:
-    lines = _LINE.findall(text) or [""]
-    if position.line >= len(lines):
-        return len(text)
-    start = sum(len(line) for line in lines[: position.line])
-    content = lines[position.line].rstrip("\r\n")
-    units = 0
-    for index, char in enumerate(content):
-        if units >= position.character:
-            return start + index
-        units += len(char.encode("utf-16-le")) // 2
-    return start + len(content)
-
-
-def text_edits(edit: types.WorkspaceEdit | None, uri: str) -> list[types.TextEdit]:
-    if edit is None:
-        return []
-    found = [
-        change
-        for document in edit.document_changes or []
-        if isinstance(document, types.TextDocumentEdit) and document.text_document.uri == uri
-        for change in document.edits
-        if isinstance(change, types.TextEdit)
-    ]
-    return found + list((edit.changes or {}).get(uri, []))
-
-
 def apply(text: str, edits: list[types.TextEdit]) -> tuple[str, list[tuple[int, int]]]:
     """The edited text, and each hunk's (lines removed, lines added)."""
-    spans = sorted(
-        (
-            (position_offset(text, e.range.start), position_offset(text, e.range.end), e.new_text)
-            for e in edits
-        ),
-        reverse=True,
-    )
+    spans = edited_spans(text, edits)
     sizes = [
         (len(split_lines(text[start:end])), len(split_lines(new))) for start, end, new in spans
     ]
-    for start, end, new in spans:
-        text = text[:start] + new + text[end:]
-    return text, sizes
+    return apply_edits(text, spans), sizes
 
 
 def parse_errors(language: str, text: str) -> int:

@@ -549,6 +549,28 @@ def resident_mib(pid: int) -> float | None:
     return None
 
 
+async def initialize(client: LanguageClient, options: dict[str, Any]) -> None:
+    """Initialize as an editor with ghost text would, UTF-16 positions."""
+    await asyncio.wait_for(
+        client.initialize_async(
+            types.InitializeParams(
+                capabilities=types.ClientCapabilities(
+                    general=types.GeneralClientCapabilities(
+                        position_encodings=[types.PositionEncodingKind.Utf16]
+                    ),
+                    text_document=types.TextDocumentClientCapabilities(
+                        inline_completion=types.InlineCompletionClientCapabilities()
+                    ),
+                ),
+                process_id=os.getpid(),
+                initialization_options=options,
+            )
+        ),
+        REQUEST_TIMEOUT,
+    )
+    client.initialized(types.InitializedParams())
+
+
 async def round_trips(client: LanguageClient, session: Session) -> None:
     """The protocol's own cost, both ends in Python: `lspSpark/stats` does next to nothing."""
     for _ in range(ROUND_TRIPS):
@@ -626,24 +648,7 @@ async def drive(
     process = client._server
     assert process is not None
     try:
-        await asyncio.wait_for(
-            client.initialize_async(
-                types.InitializeParams(
-                    capabilities=types.ClientCapabilities(
-                        general=types.GeneralClientCapabilities(
-                            position_encodings=[types.PositionEncodingKind.Utf16]
-                        ),
-                        text_document=types.TextDocumentClientCapabilities(
-                            inline_completion=types.InlineCompletionClientCapabilities()
-                        ),
-                    ),
-                    process_id=os.getpid(),
-                    initialization_options=options,
-                )
-            ),
-            REQUEST_TIMEOUT,
-        )
-        client.initialized(types.InitializedParams())
+        await initialize(client, options)
         await asyncio.sleep(WARM_WAIT)
         session.rss_start_mib = resident_mib(process.pid)
         folder = Path(environment["XDG_CONFIG_HOME"])

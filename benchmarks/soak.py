@@ -52,6 +52,7 @@ from replay import (  # noqa: E402
     Trace,
     end_position,
     first_item,
+    initialize,
     inline_params,
     item_text,
     key_text,
@@ -706,24 +707,7 @@ async def drive(
     assert process is not None
     port = upstream.port
     try:
-        await asyncio.wait_for(
-            client.initialize_async(
-                types.InitializeParams(
-                    capabilities=types.ClientCapabilities(
-                        general=types.GeneralClientCapabilities(
-                            position_encodings=[types.PositionEncodingKind.Utf16]
-                        ),
-                        text_document=types.TextDocumentClientCapabilities(
-                            inline_completion=types.InlineCompletionClientCapabilities()
-                        ),
-                    ),
-                    process_id=os.getpid(),
-                    initialization_options=options,
-                )
-            ),
-            REQUEST_TIMEOUT,
-        )
-        client.initialized(types.InitializedParams())
+        await initialize(client, options)
         await asyncio.sleep(WARM_WAIT)
         run = Soak(client, process.pid, upstream, docs, window, time.monotonic() + budget)
         result["harvested"] = run.harvested

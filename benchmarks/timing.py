@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import statistics
 import time
 from collections.abc import Callable, Iterator
 
@@ -22,3 +23,14 @@ def time_each(calls: Iterator[Callable[[], object]]) -> list[int]:
     finally:
         gc.enable()
     return sorted(samples)
+
+
+def measure(calls: Iterator[Callable[[], object]]) -> dict[str, float]:
+    """p50, p95 and mean of the calls, in microseconds."""
+    samples = time_each(calls)
+    return {
+        "p50_us": samples[len(samples) // 2] / 1000,
+        "p95_us": samples[len(samples) * 95 // 100] / 1000,
+        "mean_us": statistics.fmean(samples) / 1000,
+        "calls": len(samples),
+    }

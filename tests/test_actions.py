@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from pygls.exceptions import JsonRpcRequestCancelled
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
 from lsp_spark.testing.cerebras_server import CerebrasTestServer
+from lsp_spark.testing.edits import apply_edits, edited_spans, text_edits
 from tests.conftest import SERVER_COMMAND, SERVER_ENV, TEST_KEY, cerebras_options, eventually
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "actions"
@@ -71,47 +71,8 @@ def load_case(folder: Path) -> Case:
 CASES = [load_case(folder) for folder in sorted(FIXTURES.iterdir()) if folder.is_dir()]
 
 
-def unit_length(char: str, encoding: str) -> int:
-    if encoding == "utf-8":
-        return len(char.encode())
-    return len(char.encode("utf-16-le")) // 2
-
-
-def position_offset(text: str, position: types.Position, encoding: str = "utf-16") -> int:
-    lines = re.findall(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+", text) or [""]
-    if position.line >= len(lines):
-        return len(text)
-    start = sum(len(line) for line in lines[: position.line])
-    content = lines[position.line].rstrip("\r\n")
-    units = 0
-    for index, char in enumerate(content):
-        if units >= position.character:
-            return start + index
-        units += unit_length(char, encoding)
-    return start + len(content)
-
-
-def text_edits(edit: types.WorkspaceEdit, uri: str) -> list[types.TextEdit]:
-    found: list[types.TextEdit] = []
-    for change in edit.document_changes or []:
-        if isinstance(change, types.TextDocumentEdit) and change.text_document.uri == uri:
-            found.extend(e for e in change.edits if isinstance(e, types.TextEdit))
-    found.extend((edit.changes or {}).get(uri, []))
-    return found
-
-
 def apply_edit(text: str, edit: types.WorkspaceEdit, uri: str, encoding: str = "utf-16") -> str:
-    spans = [
-        (
-            position_offset(text, e.range.start, encoding),
-            position_offset(text, e.range.end, encoding),
-            e.new_text,
-        )
-        for e in text_edits(edit, uri)
-    ]
-    for start, end, new in sorted(spans, reverse=True):
-        text = text[:start] + new + text[end:]
-    return text
+    return apply_edits(text, edited_spans(text, text_edits(edit, uri), encoding))
 
 
 async def launch(

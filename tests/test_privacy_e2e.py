@@ -7,10 +7,8 @@ import asyncio
 import random
 import string
 
-from lsprotocol import types
-
 from lsp_spark.testing.cerebras_server import CerebrasTestServer
-from tests.conftest import StartSpark, cerebras_options, inline, open_document
+from tests.conftest import StartSpark, cerebras_options, inline, open_document, type_text
 from tests.test_context_e2e import GEOMETRY, prompt_of
 
 # Assembled at run time so no scanner mistakes this test for a leaked key.
@@ -34,19 +32,7 @@ async def test_an_excluded_file_lends_no_context_to_others(
     client = await start_spark(cerebras_options(cerebras, exclude=["**/private/**"]))
     open_document(client, GEOMETRY, uri="file:///work/private/geometry.py")
     uri = open_document(client, "from geometry import area\n\nsize = area(\n")
-    client.text_document_did_change(
-        types.DidChangeTextDocumentParams(
-            text_document=types.VersionedTextDocumentIdentifier(
-                uri="file:///work/private/geometry.py", version=2
-            ),
-            content_changes=[
-                types.TextDocumentContentChangePartial(
-                    range=types.Range(types.Position(1, 0), types.Position(1, 0)),
-                    text="    # tuned\n",
-                )
-            ],
-        )
-    )
+    type_text(client, "file:///work/private/geometry.py", 2, 1, 0, "    # tuned\n")
     await asyncio.sleep(0.5)
     await inline(client, uri, 2, 12)
     prompt = prompt_of(cerebras)
@@ -80,14 +66,5 @@ async def test_a_suggestion_that_repeats_a_placeholder_is_not_shown(
     placeholder = prompt[prompt.index('ACCESS_KEY = "') + 14 :].split('"')[0]
     assert placeholder != FAKE_ACCESS_KEY
     cerebras.config.queue_replies(f'"{placeholder}"')
-    client.text_document_did_change(
-        types.DidChangeTextDocumentParams(
-            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
-            content_changes=[
-                types.TextDocumentContentChangePartial(
-                    range=types.Range(types.Position(1, 7), types.Position(1, 7)), text=" "
-                )
-            ],
-        )
-    )
+    type_text(client, uri, 2, 1, 7, " ")
     assert (await inline(client, uri, 1, 8)).items == ()

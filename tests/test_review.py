@@ -9,7 +9,7 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from lsp_spark.testing.cerebras_server import CerebrasTestServer
-from tests.conftest import StartSpark, cerebras_options, eventually, open_document
+from tests.conftest import StartSpark, cerebras_options, edit_text, eventually, open_document
 from tests.test_actions import code_actions, wait_until
 
 URI = "file:///work/users.py"
@@ -55,17 +55,7 @@ def replace_lines(
     client: LanguageClient, version: int, first: int, last: int, text: str, uri: str = URI
 ) -> None:
     """Replace lines first..last (inclusive, without the last one's newline) with `text`."""
-    client.text_document_did_change(
-        types.DidChangeTextDocumentParams(
-            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
-            content_changes=[
-                types.TextDocumentContentChangePartial(
-                    range=types.Range(types.Position(first, 0), types.Position(last + 1, 0)),
-                    text=text,
-                )
-            ],
-        )
-    )
+    edit_text(client, uri, version, (first, 0), (last + 1, 0), text)
 
 
 def published(client: LanguageClient) -> list[types.Diagnostic] | None:
