@@ -3,8 +3,10 @@
 Run: `python benchmarks/bench_http.py` (prints a table, writes benchmarks/results/http.json).
 The loopback Cerebras-compatible server runs in another process (as the real service would),
 and each client streams the same chat completion from it: the Cerebras SDK, plain httpx,
-and httpcore through the server's own `EventStreamClient`. CPU time per completion is what
-the keystroke's path pays; wall time includes the loopback's own work.
+httpcore (httpx's transport), and the server's own `EventStreamClient` (llhttp through
+httptools). CPU time per completion is what the keystroke's path pays; wall time includes the
+loopback's own work. Each is measured back to back and after 50 ms idle, as between
+keystrokes: code that has not run for a while runs several times slower on this machine.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import httpcore  # noqa: E402
 import httpx  # noqa: E402
 from cerebras.cloud.sdk import AsyncCerebras  # noqa: E402
 
@@ -32,6 +35,8 @@ RESULTS = ROOT / "benchmarks" / "results" / "http.json"
 KEY = "bench-http-key"
 ROUNDS = 3
 COMPLETIONS = 300
+IDLE_COMPLETIONS = 90
+IDLE = 0.05
 WARM_UP = 20
 BODY = {
     "model": "gpt-oss-120b",
@@ -54,10 +59,17 @@ def serve(pipe: Connection) -> None:
 async def measure(base_url: str) -> dict[str, dict[str, float]]:
     sdk = AsyncCerebras(api_key=KEY, base_url=base_url, max_retries=0, warm_tcp_connection=False)
     plain = httpx.AsyncClient(base_url=base_url, headers={"authorization": f"Bearer {KEY}"})
+    pool = httpcore.AsyncConnectionPool()
     ours = EventStreamClient(
-        base_url, service="loopback", api_key=KEY, timeout=8.0, skip_malformed=False
+        base_url,
+        service="loopback",
+        api_key=KEY,
+        timeout=8.0,
+        skip_malformed=False,
+        warm_path="/v1/tcp_warming",
     )
     content = json.dumps(BODY).encode()
+    headers = {"content-type": "application/json", "authorization": f"Bearer {KEY}"}
 
     async def via_sdk() -> None:
         async with sdk.chat.completions.with_streaming_response.create(**BODY) as response:  # type: ignore[call-overload]
@@ -65,7 +77,6 @@ async def measure(base_url: str) -> dict[str, dict[str, float]]:
                 pass
 
     async def via_httpx() -> None:
-        headers = {"content-type": "application/json"}
         async with plain.stream(
             "POST", "/v1/chat/completions", content=content, headers=headers
         ) as response:
@@ -73,35 +84,51 @@ async def measure(base_url: str) -> dict[str, dict[str, float]]:
                 pass
 
     async def via_httpcore() -> None:
+        async with pool.stream(
+            "POST", base_url + "/v1/chat/completions", headers=headers, content=content
+        ) as response:
+            async for _ in response.aiter_stream():
+                pass
+
+    async def via_ours() -> None:
         async for _ in ours.events("/v1/chat/completions", BODY):
             pass
 
     clients: dict[str, Callable[[], Awaitable[None]]] = {
         "cerebras-cloud-sdk": via_sdk,
         "httpx": via_httpx,
-        "httpcore (EventStreamClient)": via_httpcore,
+        "httpcore": via_httpcore,
+        "EventStreamClient (httptools)": via_ours,
     }
-    cpu: dict[str, list[float]] = {name: [] for name in clients}
-    wall: dict[str, list[float]] = {name: [] for name in clients}
+    samples: dict[str, dict[str, list[float]]] = {
+        name: {"cpu": [], "wall": [], "idleCpu": [], "idleWall": []} for name in clients
+    }
     for _ in range(ROUNDS):
         for name, complete in clients.items():
             for _ in range(WARM_UP):
                 await complete()
-            for _ in range(COMPLETIONS // ROUNDS):
+            for index in range((COMPLETIONS + IDLE_COMPLETIONS) // ROUNDS):
+                idle = index % ((COMPLETIONS + IDLE_COMPLETIONS) // IDLE_COMPLETIONS) == 0
+                if idle:
+                    await asyncio.sleep(IDLE)
                 started_cpu, started = time.process_time(), time.perf_counter()
                 await complete()
-                cpu[name].append((time.process_time() - started_cpu) * 1000)
-                wall[name].append((time.perf_counter() - started) * 1000)
+                cpu_key, wall_key = ("idleCpu", "idleWall") if idle else ("cpu", "wall")
+                samples[name][cpu_key].append((time.process_time() - started_cpu) * 1000)
+                samples[name][wall_key].append((time.perf_counter() - started) * 1000)
     await sdk.close()
     await plain.aclose()
+    await pool.aclose()
     await ours.aclose()
     return {
         name: {
-            "cpuMeanMs": statistics.mean(cpu[name]),
-            "wallP50Ms": statistics.median(wall[name]),
-            "completions": len(cpu[name]),
+            "cpuMeanMs": statistics.mean(row["cpu"]),
+            "wallP50Ms": statistics.median(row["wall"]),
+            "idleCpuMeanMs": statistics.mean(row["idleCpu"]),
+            "idleWallP50Ms": statistics.median(row["idleWall"]),
+            "completions": len(row["cpu"]) + len(row["idleCpu"]),
         }
-        for name in clients
+        for name, row in samples.items()
     }
 
 
@@ -116,9 +143,13 @@ def main() -> None:
     finally:
         ours.send(None)
         upstream.join(10)
-    print(f"{'client':32} {'CPU per completion (ms)':>24} {'wall p50 (ms)':>14}")
+    print(f"{'':32} {'back to back':>24} {'after 50 ms idle':>24}")
+    print(f"{'client':32} {'CPU (ms)':>12}{'wall p50':>12} {'CPU (ms)':>12}{'wall p50':>12}")
     for name, row in results.items():
-        print(f"{name:32} {row['cpuMeanMs']:>24.3f} {row['wallP50Ms']:>14.3f}")
+        print(
+            f"{name:32} {row['cpuMeanMs']:>12.3f}{row['wallP50Ms']:>12.3f}"
+            f" {row['idleCpuMeanMs']:>12.3f}{row['idleWallP50Ms']:>12.3f}"
+        )
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps({"python": sys.version.split()[0], "results": results}, indent=2))
     print(f"wrote {RESULTS.relative_to(ROOT)}")

@@ -89,7 +89,7 @@ def _serve(tcp: tuple[str, int] | None, log_file: Path | None) -> None:
     if tcp is None:
         from lsp_spark.stdio import serve_stdio
 
-        serve_stdio(server)
+        serve_stdio(server, server.hot.take)
         return
     host, port = tcp
     if host not in LOOPBACK_HOSTS:

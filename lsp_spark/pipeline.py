@@ -33,7 +33,6 @@ PREFETCH_DELAY = 0.25
 that typing on (which makes it moot) usually comes first, short enough to beat an accept."""
 IDLE_REWARM = 45.0
 """Servers drop idle keep-alive connections after about a minute; re-open before that."""
-REWARM_INTERVAL = 1.0
 # After a failure the backend is left alone for a while instead of being asked on every keystroke.
 UNAVAILABLE_BACKOFF = (0.5, 30.0)
 RATE_LIMIT_BACKOFF = 2.0
@@ -149,7 +148,6 @@ class CompletionEngine:
         """Per document, the upstream request running now and the state it was asked for."""
         self._tickets: dict[str, int] = {}
         self._idle_timer: asyncio.TimerHandle | None = None
-        self._last_rewarm = 0.0
         self._paused_until = 0.0
         self._unavailable_streak = 0
         self._background: set[asyncio.Task[Any]] = set()
@@ -273,12 +271,17 @@ class CompletionEngine:
         return task
 
     async def suggest(self, document: Document, row: int, column: int) -> Suggestion | None:
-        """From memory if possible; else ride on a request already in flight that this
-        keystroke merely extends; else ask upstream, superseding what is in flight."""
-        state = line_state(document, row, column)
-        remembered = self._recall(state)
+        """From memory if possible, else `fetch`."""
+        remembered = self.recall(document, row, column)
         if remembered is not None:
             return remembered
+        return await self.fetch(document, row, column)
+
+    async def fetch(self, document: Document, row: int, column: int) -> Suggestion | None:
+        """For a state memory could not answer: ride on a request already in flight that this
+        keystroke merely extends (answering from memory once it lands), else ask upstream,
+        superseding what is in flight."""
+        state = line_state(document, row, column)
         ticket = self._tickets[document.uri] = self._tickets.get(document.uri, 0) + 1
         ahead = self._answering_soon(state)
         if ahead is not None:
@@ -498,11 +501,9 @@ class CompletionEngine:
                     first = first or time.perf_counter()
                     if assembled.feed(delta):
                         self.stats.early_stops += 1
-                        self._rewarm(backend)
                         break
                     if inflight is not None and inflight.contradicted_by(assembled):
                         self.stats.superseded += 1
-                        self._rewarm(backend)
                         return None
         except BackendError as failure:
             self.stats.upstream_errors += 1
@@ -510,7 +511,6 @@ class CompletionEngine:
             return None
         except asyncio.CancelledError:
             self.stats.superseded += 1
-            self._rewarm(backend)
             raise
         finally:
             self.stats.tokens_received += tokens
@@ -538,13 +538,6 @@ class CompletionEngine:
                 rate,
             )
         return result
-
-    def _rewarm(self, backend: Backend) -> None:
-        """A stream closed early takes its HTTP/1.1 connection with it: open the next now."""
-        now = time.monotonic()
-        if now - self._last_rewarm > REWARM_INTERVAL:
-            self._last_rewarm = now
-            self.in_background(backend.warm())
 
     def _keep_warm(self, backend: Backend) -> None:
         if self._idle_timer is not None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from lsprotocol import types
 from pygls.capabilities import get_capability
@@ -32,7 +32,8 @@ from lsp_spark.actions import (
     Silent,
     WorkDone,
 )
-from lsp_spark.documents import Document, PositionEncoding, UnknownDocumentError
+from lsp_spark.documents import Change, Document, PositionEncoding, UnknownDocumentError
+from lsp_spark.hotpath import HotPath
 from lsp_spark.pipeline import CompletionEngine, Suggestion
 from lsp_spark.workspace import Workspace
 
@@ -44,6 +45,24 @@ ACCEPTED_COMMAND = "lspSpark.accepted"
 DID_SHOW = "textDocument/didShowCompletion"
 DID_PARTIALLY_ACCEPT = "textDocument/didPartiallyAcceptCompletion"
 LABEL_LENGTH = 60
+NO_GHOST_TEXT: dict[str, Any] = {"items": []}
+NO_COMPLETIONS: dict[str, Any] = {"isIncomplete": False, "items": []}
+
+JsonAnswer = dict[str, Any] | Coroutine[Any, Any, dict[str, Any]]
+"""A result ready to send, or one still to be awaited."""
+
+
+async def settled(answer: JsonAnswer) -> dict[str, Any]:
+    return answer if isinstance(answer, dict) else await answer
+
+
+class Cursor(NamedTuple):
+    document: Document
+    row: int
+    column: int
+    """Code points into the row."""
+    start: dict[str, int]
+    """The cursor as an LSP position in the negotiated encoding, clamped to the document."""
 
 
 UNREADABLE = object()
@@ -120,6 +139,7 @@ class SparkServer(LanguageServer):
         self.engine = CompletionEngine(self.show, self.files)
         self.actions = ActionService(self.files, self.engine)
         self.review = SecurityReview(self.files, self.engine, self.publish)
+        self.hot = HotPath(self)
         self.initialization_options: Any = None
         self.encoding = PositionEncoding.UTF16
         self._told_settings: set[str] = set()
@@ -190,21 +210,86 @@ class SparkServer(LanguageServer):
         await self.engine.configure(loaded)
         self.review.configure()
 
-    def cursor(
-        self, document: Document, position: types.Position
-    ) -> tuple[int, int, types.Position]:
-        """Row, code point column and the clamped LSP position of a client position."""
-        offset = document.offset_at(position.line, position.character, self.encoding)
+    def locate(self, uri: str, line: int, character: int) -> Cursor | None:
+        """Where a client position falls in an open document; None for an unknown one."""
+        document = self.files.documents.get(uri)
+        if document is None:
+            return None
+        offset = document.offset_at(line, character, self.encoding)
         row, column = document.position_at(offset, PositionEncoding.UTF32)
         line, character = document.position_at(offset, self.encoding)
-        return row, column, types.Position(line, character)
+        return Cursor(document, row, column, {"line": line, "character": character})
 
-    def replaced_range(
-        self, document: Document, row: int, column: int, start: types.Position, chars: int
-    ) -> types.Range:
-        end_offset = document.offset_at(row, column + chars, PositionEncoding.UTF32)
+    def replaced_range(self, cursor: Cursor, chars: int) -> dict[str, Any]:
+        """The range from the cursor over `chars` code points of its line."""
+        document = cursor.document
+        end_offset = document.offset_at(cursor.row, cursor.column + chars, PositionEncoding.UTF32)
         line, character = document.position_at(end_offset, self.encoding)
-        return types.Range(start, types.Position(line, character))
+        return {"start": cursor.start, "end": {"line": line, "character": character}}
+
+    def change_document(self, uri: str, version: int, changes: list[Change]) -> None:
+        self.engine.keystroke()
+        try:
+            self.files.change(uri, version, changes, self.encoding)
+        except UnknownDocumentError:
+            log.warning("change for a document that was never opened: %s", uri)
+            return
+        self.review.changed(uri)
+
+    def ghost_text(self, uri: str, line: int, character: int) -> JsonAnswer:
+        """An `InlineCompletionList`: at once when memory has the answer, else a coroutine
+        that asks the pipeline (so a hit costs no task)."""
+        cursor = self.locate(uri, line, character)
+        if cursor is None:
+            return NO_GHOST_TEXT
+        remembered = self.engine.recall(cursor.document, cursor.row, cursor.column)
+        if remembered is not None:
+            return self._ghost_list(cursor, remembered)
+        return self._ghost_text_upstream(cursor)
+
+    async def _ghost_text_upstream(self, cursor: Cursor) -> dict[str, Any]:
+        suggestion = await self.engine.fetch(cursor.document, cursor.row, cursor.column)
+        return self._ghost_list(cursor, suggestion)
+
+    def _ghost_list(self, cursor: Cursor, suggestion: Suggestion | None) -> dict[str, Any]:
+        if suggestion is None or not suggestion.text:
+            return NO_GHOST_TEXT
+        item = {
+            "insertText": suggestion.text,
+            "range": self.replaced_range(cursor, suggestion.replace_chars),
+            "command": {
+                "title": "Accept suggestion",
+                "command": ACCEPTED_COMMAND,
+                "arguments": [cursor.document.uri],
+            },
+        }
+        return {"items": [item]}
+
+    def completion_list(self, uri: str, line: int, character: int) -> JsonAnswer:
+        """A `CompletionList`, for clients without ghost text: at once from memory, else
+        within `completionDeadlineMs` no matter what; other servers' items are never held
+        back."""
+        cursor = self.locate(uri, line, character)
+        if cursor is None:
+            return NO_COMPLETIONS
+        remembered = self.engine.recall(cursor.document, cursor.row, cursor.column)
+        if remembered is not None:
+            return self._completion_list(cursor, remembered)
+        return self._completion_list_upstream(cursor)
+
+    async def _completion_list_upstream(self, cursor: Cursor) -> dict[str, Any]:
+        job = self.engine.submit(cursor.document, cursor.row, cursor.column)
+        deadline = self.engine.settings.completion_deadline_ms / 1000
+        done, _ = await asyncio.wait({job}, timeout=deadline)
+        if not done or job.cancelled():
+            return {"isIncomplete": True, "items": []}
+        return self._completion_list(cursor, job.result())
+
+    def _completion_list(self, cursor: Cursor, suggestion: Suggestion | None) -> dict[str, Any]:
+        if suggestion is None or not suggestion.text:
+            return NO_COMPLETIONS
+        edit_range = self.replaced_range(cursor, suggestion.replace_chars)
+        return {"isIncomplete": False, "items": [completion_item(suggestion, edit_range)]}
 
 
 server = SparkServer()
@@ -252,7 +337,7 @@ def did_open(ls: SparkServer, params: types.DidOpenTextDocumentParams) -> None:
 
 @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
 def did_change(ls: SparkServer, params: types.DidChangeTextDocumentParams) -> None:
-    changes = [
+    changes: list[Change] = [
         (
             (change.range.start.line, change.range.start.character),
             (change.range.end.line, change.range.end.character),
@@ -262,15 +347,7 @@ def did_change(ls: SparkServer, params: types.DidChangeTextDocumentParams) -> No
         else (None, None, change.text)
         for change in params.content_changes
     ]
-    ls.engine.keystroke()
-    try:
-        ls.files.change(
-            params.text_document.uri, params.text_document.version, changes, ls.encoding
-        )
-    except UnknownDocumentError:
-        log.warning("change for a document that was never opened: %s", params.text_document.uri)
-        return
-    ls.review.changed(params.text_document.uri)
+    ls.change_document(params.text_document.uri, params.text_document.version, changes)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))
@@ -286,71 +363,34 @@ def did_close(ls: SparkServer, params: types.DidCloseTextDocumentParams) -> None
 
 
 @server.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())
-async def inline_completion(
-    ls: SparkServer, params: types.InlineCompletionParams
-) -> types.InlineCompletionList:
-    document = ls.files.documents.get(params.text_document.uri)
-    if document is None:
-        return types.InlineCompletionList(items=[])
-    row, column, start = ls.cursor(document, params.position)
-    suggestion = await ls.engine.suggest(document, row, column)
-    if suggestion is None or not suggestion.text:
-        return types.InlineCompletionList(items=[])
-    return types.InlineCompletionList(
-        items=[
-            types.InlineCompletionItem(
-                insert_text=suggestion.text,
-                range=ls.replaced_range(document, row, column, start, suggestion.replace_chars),
-                command=types.Command(
-                    title="Accept suggestion", command=ACCEPTED_COMMAND, arguments=[document.uri]
-                ),
-            )
-        ]
-    )
+async def inline_completion(ls: SparkServer, params: types.InlineCompletionParams) -> Any:
+    position = params.position
+    return await settled(ls.ghost_text(params.text_document.uri, position.line, position.character))
 
 
-def completion_item(suggestion: Suggestion, edit_range: types.Range) -> types.CompletionItem:
+def completion_item(suggestion: Suggestion, edit_range: dict[str, Any]) -> dict[str, Any]:
     first_line = suggestion.text.strip().split("\n", 1)[0]
     label = first_line if len(first_line) <= LABEL_LENGTH else first_line[: LABEL_LENGTH - 1] + "…"
-    return types.CompletionItem(
-        label=label,
-        kind=types.CompletionItemKind.Snippet,
-        detail=f"lsp-spark ({suggestion.backend})",
-        documentation=types.MarkupContent(
-            kind=types.MarkupKind.Markdown, value=f"```\n{suggestion.text}\n```"
-        ),
-        text_edit=types.TextEdit(range=edit_range, new_text=suggestion.text),
-        insert_text_format=types.InsertTextFormat.PlainText,
-        filter_text=first_line.strip(),
-        sort_text="~lsp-spark",
-    )
+    return {
+        "label": label,
+        "kind": types.CompletionItemKind.Snippet.value,
+        "detail": f"lsp-spark ({suggestion.backend})",
+        "documentation": {
+            "kind": types.MarkupKind.Markdown.value,
+            "value": f"```\n{suggestion.text}\n```",
+        },
+        "textEdit": {"range": edit_range, "newText": suggestion.text},
+        "insertTextFormat": types.InsertTextFormat.PlainText.value,
+        "filterText": first_line.strip(),
+        "sortText": "~lsp-spark",
+    }
 
 
 @server.feature(types.TEXT_DOCUMENT_COMPLETION, types.CompletionOptions(resolve_provider=False))
-async def completion(ls: SparkServer, params: types.CompletionParams) -> types.CompletionList:
-    """For clients without ghost text: never hold back other servers' items past the deadline."""
-    document = ls.files.documents.get(params.text_document.uri)
-    if document is None:
-        return types.CompletionList(is_incomplete=False, items=[])
-    row, column, start = ls.cursor(document, params.position)
-    if (remembered := ls.engine.recall(document, row, column)) is not None:
-        if not remembered.text:
-            return types.CompletionList(is_incomplete=False, items=[])
-        edit_range = ls.replaced_range(document, row, column, start, remembered.replace_chars)
-        return types.CompletionList(
-            is_incomplete=False, items=[completion_item(remembered, edit_range)]
-        )
-    job = ls.engine.submit(document, row, column)
-    done, _ = await asyncio.wait({job}, timeout=ls.engine.settings.completion_deadline_ms / 1000)
-    if not done or job.cancelled():
-        return types.CompletionList(is_incomplete=True, items=[])
-    suggestion = job.result()
-    if suggestion is None or not suggestion.text:
-        return types.CompletionList(is_incomplete=False, items=[])
-    edit_range = ls.replaced_range(document, row, column, start, suggestion.replace_chars)
-    return types.CompletionList(
-        is_incomplete=False, items=[completion_item(suggestion, edit_range)]
-    )
+async def completion(ls: SparkServer, params: types.CompletionParams) -> Any:
+    position = params.position
+    uri = params.text_document.uri
+    return await settled(ls.completion_list(uri, position.line, position.character))
 
 
 @server.feature(
@@ -400,7 +440,7 @@ def stats_request(ls: SparkServer, _: Any = None) -> dict[str, Any]:
     stats = ls.engine.stats.snapshot(ls.engine.backend_name, ls.engine.model_name)
     open_connections, busy_connections = ls.engine.connections
     stats["openTasks"] = len(asyncio.all_tasks())
-    stats["pendingRequests"] = len(ls.protocol._request_futures)
+    stats["pendingRequests"] = len(ls.protocol._request_futures) + ls.hot.pending
     stats["openConnections"] = open_connections
     stats["activeConnections"] = busy_connections
     return stats

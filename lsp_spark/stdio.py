@@ -19,6 +19,7 @@ import re
 import stat
 import sys
 import threading
+from collections.abc import Callable
 from typing import Any, BinaryIO
 
 from pygls.exceptions import (
@@ -39,13 +40,17 @@ MAX_BODY = 256 * 1024 * 1024
 CONTENT_LENGTH = re.compile(rb"Content-Length:[ \t]*(\d+)", re.IGNORECASE)
 CANCEL_REQUEST = "$/cancelRequest"
 
+Shortcut = Callable[[dict[str, Any]], bool]
+"""Handles a well-formed message itself, or says it did not (the hot path)."""
 
-def serve_stdio(server: LanguageServer) -> None:
-    """Run `server` over this process's stdin and stdout until the client exits."""
+
+def serve_stdio(server: LanguageServer, shortcut: Shortcut | None = None) -> None:
+    """Run `server` over this process's stdin and stdout until the client exits; messages
+    `shortcut` takes never reach pygls."""
     server._stop_event = threading.Event()
     server.protocol.set_writer(StdoutWriter(sys.stdout.buffer))
     try:
-        asyncio.run(_serve(server, sys.stdin.buffer))
+        asyncio.run(_serve(server, sys.stdin.buffer, shortcut))
     except BrokenPipeError:
         log.error("the client closed the connection")
     except (KeyboardInterrupt, SystemExit):
@@ -54,7 +59,7 @@ def serve_stdio(server: LanguageServer) -> None:
         server.shutdown()
 
 
-async def _serve(server: LanguageServer, stdin: BinaryIO) -> None:
+async def _serve(server: LanguageServer, stdin: BinaryIO, shortcut: Shortcut | None) -> None:
     reader: asyncio.StreamReader | StdinAsyncReader
     if _watchable(stdin):
         pipe = reader = asyncio.StreamReader(limit=READ_LIMIT)
@@ -65,7 +70,7 @@ async def _serve(server: LanguageServer, stdin: BinaryIO) -> None:
     stop = server._stop_event
     assert stop is not None
     try:
-        await read_messages(reader, server.protocol, stop)
+        await read_messages(reader, server.protocol, stop, shortcut)
     except asyncio.IncompleteReadError:
         log.error("the client closed the connection in the middle of a message")
 
@@ -74,6 +79,7 @@ async def read_messages(
     reader: asyncio.StreamReader | StdinAsyncReader,
     protocol: JsonRPCProtocol,
     stop: threading.Event,
+    shortcut: Shortcut | None = None,
 ) -> None:
     """Frame messages by their Content-Length header; a line that is not a header (the
     tail of a body whose length was wrong, junk) is skipped until the next header."""
@@ -93,14 +99,15 @@ async def read_messages(
             continue
         body = await reader.readexactly(length)
         length = None
-        dispatch(protocol, body)
+        dispatch(protocol, body, shortcut)
         # Let the handler it started run up to its first wait before the next message is
         # read: a settings change must take effect before the request behind it.
         await asyncio.sleep(0)
 
 
-def dispatch(protocol: JsonRPCProtocol, body: bytes) -> None:
-    """Hand one message to pygls, or answer it with the JSON-RPC error it deserves."""
+def dispatch(protocol: JsonRPCProtocol, body: bytes, shortcut: Shortcut | None = None) -> None:
+    """Hand one message to `shortcut` or else pygls, or answer it with the JSON-RPC error it
+    deserves."""
     try:
         data = json.loads(body)
     except (ValueError, RecursionError):
@@ -112,6 +119,14 @@ def dispatch(protocol: JsonRPCProtocol, body: bytes) -> None:
         _answer_error(protocol, message_id, JsonRpcInvalidRequest(problem))
         return
     is_request = "id" in data and isinstance(data.get("method"), str)
+    try:
+        if shortcut is not None and shortcut(data):
+            return
+    except Exception:
+        log.exception("handling %s failed", data.get("method"))
+        if is_request:
+            _answer_error(protocol, data["id"], JsonRpcInternalError())
+        return
     try:
         message = protocol.structure_message(data)
     except JsonRpcException as error:

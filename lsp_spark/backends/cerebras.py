@@ -37,6 +37,8 @@ REASONING_ALLOWANCE = {None: 0, "none": 0, "low": 160, "medium": 640, "high": 15
 # A model that does not take `prediction` answers 400 (or 422) to a request carrying one.
 PREDICTION_REFUSED = frozenset({400, 422})
 CHAT_PATH = "/v1/chat/completions"
+WARM_PATH = "/v1/tcp_warming"
+"""The endpoint the SDK itself warms its connection with."""
 
 
 def failure_from(error: Exception) -> BackendError:
@@ -97,7 +99,12 @@ class CerebrasBackend(Backend):
             warm_tcp_connection=False,
         )
         self._http = EventStreamClient(
-            base_url, service="Cerebras", api_key=api_key, timeout=timeout, skip_malformed=False
+            base_url,
+            service="Cerebras",
+            api_key=api_key,
+            timeout=timeout,
+            skip_malformed=False,
+            warm_path=WARM_PATH,
         )
         self._without_prediction: set[str] = set()
         """Models that refused a prediction once; they are not sent one again."""
@@ -175,7 +182,7 @@ class CerebrasBackend(Backend):
 
     async def warm(self) -> None:
         """Open the keep-alive connection so the first keystroke pays no handshake."""
-        await self._http.warm("/v1/tcp_warming")
+        await self._http.warm()
 
     async def list_models(self) -> list[str]:
         try:

@@ -1,29 +1,41 @@
-"""The hot path to a hosted model: one keep-alive connection pool and a lean POST → SSE reader.
+"""The hot path to a hosted model: keep-alive HTTP/1.1 connections and a lean POST → SSE reader.
 
-Streaming one completion through the Cerebras SDK costs several times the CPU of httpcore
-(httpx's own transport), and per keystroke that difference is the whole overhead budget
-(`python benchmarks/bench_http.py`). So completions go through httpcore directly; the SDK
-keeps the calls that are not per keystroke (listing models).
+Per keystroke, the HTTP client was the largest cost the server paid: httpcore (h11 over anyio)
+spent about 1.6 ms of CPU per streamed completion once the process had idled between
+keystrokes, the Cerebras SDK more. Here llhttp (through httptools) parses the response in C,
+the request leaves in one write, and the stream's events are read straight from what the
+event loop received: about a third of that (`python benchmarks/bench_http.py`).
+
+HTTP/1.1 rather than HTTP/2: stopping a stream early means closing its connection, so a spare
+connection is opened in the background whenever one is closed, and no keystroke waits for a
+TCP or TLS handshake. The Cerebras SDK keeps the calls that are not per keystroke.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
+import ssl
 import urllib.request
-from collections.abc import AsyncGenerator, AsyncIterator
-from typing import Any
+from collections.abc import AsyncGenerator
+from typing import Any, cast
 from urllib.parse import urlsplit
 
-import httpcore
+import certifi
+import httptools
 
 from lsp_spark.backends.base import BackendError, FailureKind
 
 log = logging.getLogger(__name__)
 
 CONNECT_TIMEOUT = 3.0
+KEEPALIVE_EXPIRY = 120.0
+"""Seconds an idle connection is trusted; servers drop theirs after about a minute, and the
+engine re-warms before that."""
+HAPPY_EYEBALLS_DELAY = 0.25
+"""Seconds before an IPv4 attempt races a slow IPv6 one (RFC 8305)."""
+DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 def status_failure(status: int, headers: dict[bytes, bytes], service: str) -> BackendError:
@@ -52,11 +64,110 @@ def _proxy_for(url: str) -> str | None:
     return urllib.request.getproxies().get(parts.scheme)
 
 
+class _Connection(asyncio.Protocol):
+    """One keep-alive connection carrying one exchange at a time; llhttp parses what arrives
+    and the one reader waiting is woken."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.transport: asyncio.Transport | None = None
+        self.parser = httptools.HttpResponseParser(self)
+        self.status = 0
+        self.headers: dict[bytes, bytes] = {}
+        self.body = bytearray()
+        self.headers_done = False
+        self.complete = False
+        self.keep_alive = False
+        self.received_any = False
+        self.closed = False
+        self.failure: str | None = None
+        self.waiter: asyncio.Future[None] | None = None
+        self.idle_since = loop.time()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)
+
+    def data_received(self, data: bytes) -> None:
+        self.received_any = True
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserError:
+            self.failure = "MalformedResponse"
+            self.close()
+        self._wake()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        if self.headers_done and not self.complete and not self._length_known():
+            self.complete = True  # A body delimited by the connection's end.
+        elif exc is not None and self.failure is None:
+            self.failure = type(exc).__name__
+        self._wake()
+
+    def on_status(self, _: bytes) -> None:
+        self.status = self.parser.get_status_code()
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self.headers[name.lower()] = value
+
+    def on_headers_complete(self) -> None:
+        self.headers_done = True
+        self.keep_alive = self.parser.should_keep_alive()
+
+    def on_body(self, body: bytes) -> None:
+        self.body += body
+
+    def on_message_complete(self) -> None:
+        self.complete = True
+
+    def _length_known(self) -> bool:
+        return b"content-length" in self.headers or b"transfer-encoding" in self.headers
+
+    def _wake(self) -> None:
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_result(None)
+
+    @property
+    def usable(self) -> bool:
+        return (
+            not self.closed
+            and self.failure is None
+            and self.loop.time() - self.idle_since < KEEPALIVE_EXPIRY
+        )
+
+    def send(self, request: bytes) -> None:
+        self.status, self.headers = 0, {}
+        self.body.clear()
+        self.headers_done = self.complete = self.received_any = False
+        assert self.transport is not None
+        self.transport.write(request)
+
+    def take_body(self) -> bytes:
+        data = bytes(self.body)
+        self.body.clear()
+        return data
+
+    async def progress(self, timeout: float) -> None:
+        """Wait until something arrives (or the connection ends)."""
+        self.waiter = self.loop.create_future()
+        try:
+            async with asyncio.timeout(timeout):
+                await self.waiter
+        finally:
+            self.waiter = None
+
+    def close(self) -> None:
+        self.closed = True
+        if self.transport is not None:
+            self.transport.close()
+
+
 class EventStreamClient:
     """POST a JSON body, yield the server-sent events' JSON payloads as they arrive.
 
-    The body is read to its very end even after ``[DONE]``, so the connection returns to the
-    pool; a caller that stops early closes the connection, which is what stops the tokens.
+    The body is read to its very end even after ``[DONE]``, so the connection can carry the
+    next request; a caller that stops early closes the connection, which is what stops the
+    tokens, and a spare is opened in the background.
     """
 
     def __init__(
@@ -67,44 +178,62 @@ class EventStreamClient:
         api_key: str | None,
         timeout: float,
         skip_malformed: bool,
+        warm_path: str,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self._service = service
         self._skip_malformed = skip_malformed
+        self._timeout = timeout
+        self._warm_path = warm_path
         parts = urlsplit(self.base_url)
-        host = (parts.netloc.rsplit("@", 1)[-1] or "localhost").encode()
-        self._headers = [
-            (b"host", host),
-            (b"content-type", b"application/json"),
-            (b"accept", b"text/event-stream"),
-            (b"user-agent", b"lsp-spark"),
+        self._scheme = parts.scheme
+        self._host = parts.hostname or ""
+        self._port = parts.port or DEFAULT_PORTS.get(parts.scheme, 0)
+        self._prefix = parts.path
+        self._tls: ssl.SSLContext | None = None
+        if parts.scheme == "https":
+            self._tls = ssl.create_default_context(cafile=certifi.where())
+            self._tls.set_alpn_protocols(["http/1.1"])
+        authority = parts.netloc.rsplit("@", 1)[-1] or self._host
+        fields = [
+            f"host: {authority}",
+            "content-type: application/json",
+            "accept: text/event-stream",
+            "user-agent: lsp-spark",
         ]
         if api_key:
-            self._headers.append((b"authorization", f"Bearer {api_key}".encode()))
-        self._timeouts = {
-            "connect": min(timeout, CONNECT_TIMEOUT),
-            "read": timeout,
-            "write": timeout,
-            "pool": timeout,
-        }
-        proxy = _proxy_for(self.base_url)
-        self._pool: httpcore.AsyncConnectionPool = (
-            httpcore.AsyncHTTPProxy(proxy_url=proxy, http2=True)
-            if proxy
-            else httpcore.AsyncConnectionPool(http2=True, keepalive_expiry=120.0)
+            fields.append(f"authorization: Bearer {api_key}")
+        self._fields = ("\r\n".join(fields) + "\r\n").encode()
+        self._proxy = urlsplit(proxy) if (proxy := _proxy_for(self.base_url)) else None
+        self._idle: list[_Connection] = []
+        self._open: set[_Connection] = set()
+        self._spare: asyncio.Task[None] | None = None
+
+    def _request(self, method: str, path: str, content: bytes = b"") -> bytes:
+        target = self._prefix + path
+        if self._proxy is not None and self._tls is None:
+            target = self.base_url + path  # Absolute form, for a plain-HTTP proxy.
+        length = b"content-length: %d\r\n" % len(content) if method == "POST" else b""
+        return b"%s %s HTTP/1.1\r\n%s%s\r\n%s" % (
+            method.encode(),
+            target.encode(),
+            self._fields,
+            length,
+            content,
         )
 
     async def events(self, path: str, body: dict[str, Any]) -> AsyncGenerator[dict[str, Any], None]:
-        content = json.dumps(body, separators=(",", ":")).encode()
+        request = self._request("POST", path, json.dumps(body, separators=(",", ":")).encode())
+        connection = await self._exchange(request)
+        reusable = False
         try:
-            async with self._response(path, content) as response:
-                if response.status != 200:
-                    raise status_failure(response.status, dict(response.headers), self._service)
-                pending = b""
-                done = False
-                async for chunk in response.aiter_stream():
-                    if done:
-                        continue
+            if connection.status != 200:
+                raise status_failure(connection.status, connection.headers, self._service)
+            pending = b""
+            done = False
+            while True:
+                chunk = connection.take_body()
+                if chunk and not done:
                     lines = (pending + chunk).split(b"\n")
                     pending = lines.pop()
                     for line in lines:
@@ -117,37 +246,132 @@ class EventStreamClient:
                         payload = self._parse(data)
                         if payload is not None:
                             yield payload
-        except httpcore.TimeoutException as error:
+                if connection.complete:
+                    break
+                await self._progress(connection)
+            reusable = connection.keep_alive
+        finally:
+            self._release(connection, reusable)
+            if not reusable and connection.status == 200 and connection.failure is None:
+                self._open_spare()
+
+    async def _exchange(self, request: bytes) -> _Connection:
+        """Send `request` and wait for the response's head. A reused connection the server
+        had closed before answering anything is replaced once by a fresh one."""
+        connection, reused = await self._acquire()
+        connection.send(request)
+        try:
+            while not connection.headers_done:
+                if reused and connection.closed and not connection.received_any:
+                    self._release(connection, False)
+                    connection, reused = await self._connect(), False
+                    connection.send(request)
+                    continue
+                await self._progress(connection)
+        except BaseException:
+            self._release(connection, False)
+            raise
+        return connection
+
+    async def _progress(self, connection: _Connection) -> None:
+        if connection.failure is not None or connection.closed:
+            reason = connection.failure or "ConnectionClosed"
+            raise BackendError(FailureKind.UNAVAILABLE, f"Cannot reach {self._service}: {reason}.")
+        try:
+            await connection.progress(self._timeout)
+        except TimeoutError:
             raise BackendError(
-                FailureKind.UNAVAILABLE, f"{self._service} timed out: {type(error).__name__}."
+                FailureKind.UNAVAILABLE, f"{self._service} timed out: ReadTimeout."
             ) from None
-        except (httpcore.NetworkError, httpcore.ProtocolError, httpcore.ProxyError) as error:
+
+    async def _acquire(self) -> tuple[_Connection, bool]:
+        """An idle connection (True: reused) or a new one."""
+        while self._idle:
+            connection = self._idle.pop()
+            if connection.usable:
+                return connection, True
+            self._discard(connection)
+        return await self._connect(), False
+
+    async def _connect(self) -> _Connection:
+        if self._scheme not in DEFAULT_PORTS or not self._host:
+            raise BackendError(
+                FailureKind.MISCONFIGURED, f"Unsupported base URL for {self._service}."
+            )
+        loop = asyncio.get_running_loop()
+        connection = _Connection(loop)
+        try:
+            async with asyncio.timeout(min(self._timeout, CONNECT_TIMEOUT)):
+                if self._proxy is not None:
+                    await self._connect_through_proxy(connection)
+                else:
+                    await loop.create_connection(
+                        lambda: connection,
+                        self._host,
+                        self._port,
+                        ssl=self._tls,
+                        server_hostname=self._host if self._tls else None,
+                        happy_eyeballs_delay=HAPPY_EYEBALLS_DELAY,
+                    )
+        except TimeoutError:
+            connection.close()
+            raise BackendError(
+                FailureKind.UNAVAILABLE, f"{self._service} timed out: ConnectTimeout."
+            ) from None
+        except (OSError, ssl.SSLError) as error:
+            connection.close()
             raise BackendError(
                 FailureKind.UNAVAILABLE, f"Cannot reach {self._service}: {type(error).__name__}."
             ) from None
-        except httpcore.UnsupportedProtocol:
-            raise BackendError(
-                FailureKind.MISCONFIGURED, f"Unsupported base URL for {self._service}."
-            ) from None
+        self._open.add(connection)
+        return connection
 
-    @contextlib.asynccontextmanager
-    async def _response(self, path: str, content: bytes) -> AsyncIterator[httpcore.Response]:
-        """httpcore's own `stream`, except that closing the response is shielded: a second
-        cancellation arriving while the first closes it (an editor's `$/cancelRequest` and
-        then the next keystroke) would otherwise leave the connection marked in use for
-        good, and after ten of them the pool has none left."""
-        request = httpcore.Request(
-            "POST",
-            self.base_url + path,
-            headers=[*self._headers, (b"content-length", str(len(content)).encode())],
-            content=content,
-            extensions={"timeout": self._timeouts},
+    async def _connect_through_proxy(self, connection: _Connection) -> None:
+        """Through an HTTP proxy: a CONNECT tunnel for HTTPS, plain requests otherwise."""
+        loop = asyncio.get_running_loop()
+        proxy = self._proxy
+        assert proxy is not None
+        await loop.create_connection(
+            lambda: connection,
+            proxy.hostname or "",
+            proxy.port or DEFAULT_PORTS.get(proxy.scheme, 80),
         )
-        response = await self._pool.handle_async_request(request)
-        try:
-            yield response
-        finally:
-            await asyncio.shield(response.aclose())
+        if self._tls is None:
+            return
+        authority = f"{self._host}:{self._port}"
+        connection.send(f"CONNECT {authority} HTTP/1.1\r\nhost: {authority}\r\n\r\n".encode())
+        while not connection.headers_done:
+            if connection.closed:
+                raise OSError("the proxy closed the connection")
+            await connection.progress(CONNECT_TIMEOUT)
+        if connection.status != 200:
+            raise OSError(f"the proxy refused the tunnel ({connection.status})")
+        assert connection.transport is not None
+        transport = await loop.start_tls(
+            connection.transport, connection, self._tls, server_hostname=self._host
+        )
+        if transport is None:
+            raise OSError("the tunnel closed during the TLS handshake")
+        connection.transport = transport
+        connection.parser = httptools.HttpResponseParser(connection)
+
+    def _release(self, connection: _Connection, reusable: bool) -> None:
+        """Back to the pool, or closed (which stops a stream still running)."""
+        if reusable and connection.usable:
+            connection.idle_since = connection.loop.time()
+            self._idle.append(connection)
+        else:
+            self._discard(connection)
+
+    def _discard(self, connection: _Connection) -> None:
+        connection.close()
+        self._open.discard(connection)
+
+    def _open_spare(self) -> None:
+        """A stream was cut short and took its connection along: open the next one now."""
+        if self._idle or (self._spare is not None and not self._spare.done()):
+            return
+        self._spare = asyncio.get_running_loop().create_task(self.warm())
 
     def _parse(self, data: bytes) -> dict[str, Any] | None:
         try:
@@ -166,25 +390,33 @@ class EventStreamClient:
             raise BackendError(FailureKind.UNAVAILABLE, f"{self._service} stream error: {message}")
         return payload
 
-    async def warm(self, path: str) -> None:
-        """Open the keep-alive connection (TCP, TLS, HTTP/2) before a keystroke needs it."""
+    async def warm(self) -> None:
+        """Have a keep-alive connection open (TCP, TLS) before a keystroke needs one."""
         try:
-            await self._pool.request(
-                "GET",
-                self.base_url + path,
-                headers=self._headers,
-                extensions={"timeout": {**self._timeouts, "read": CONNECT_TIMEOUT}},
-            )
-        except (httpcore.TimeoutException, httpcore.NetworkError, httpcore.ProtocolError) as error:
-            log.debug("warming %s failed: %s", self._service, type(error).__name__)
-        except httpcore.UnsupportedProtocol:
-            log.debug("warming %s failed: unsupported base URL", self._service)
+            connection = await self._exchange(self._request("GET", self._warm_path))
+        except BackendError as error:
+            log.debug("warming %s failed: %s", self._service, error)
+            return
+        reusable = False
+        try:
+            while not connection.complete:
+                await self._progress(connection)
+            connection.take_body()
+            reusable = connection.keep_alive
+        except BackendError as error:
+            log.debug("warming %s failed: %s", self._service, error)
+        finally:
+            self._release(connection, reusable)
 
     @property
     def connections(self) -> tuple[int, int]:
         """Open connections, and how many of them are in use (for stats and leak checks)."""
-        pool = self._pool.connections
-        return len(pool), sum(1 for connection in pool if not connection.is_idle())
+        live = [connection for connection in self._open if not connection.closed]
+        return len(live), sum(1 for connection in live if connection not in self._idle)
 
     async def aclose(self) -> None:
-        await self._pool.aclose()
+        if self._spare is not None:
+            self._spare.cancel()
+        for connection in list(self._open):
+            self._discard(connection)
+        self._idle.clear()

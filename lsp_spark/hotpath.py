@@ -1,0 +1,177 @@
+"""The messages of every keystroke, taken straight from JSON to the pipeline and back.
+
+pygls turns each message into typed objects (cattrs both ways), copies a context, and wraps
+even a synchronous handler in a future: on the keystroke's path that cost more than
+everything else the server did, several times over once the process had idled between
+keystrokes. Here `didChange`, `inlineCompletion`, `completion` and `$/cancelRequest` for
+them are read as plain JSON, and answers are written as plain JSON. A message of any other
+shape is left to pygls, which answers it as the spec says, so the two paths cannot disagree
+on what is valid.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any, TypeGuard
+
+from lsprotocol import types
+
+from lsp_spark.documents import Change
+
+if TYPE_CHECKING:
+    from lsp_spark.server import JsonAnswer, SparkServer
+
+log = logging.getLogger(__name__)
+
+INTEGER_MAX = UINTEGER_MAX = 2**31 - 1
+INTEGER_MIN = -(2**31)
+REQUEST_CANCELLED = -32800
+INTERNAL_ERROR = -32603
+
+
+def _uinteger(value: Any) -> TypeGuard[int]:
+    return type(value) is int and 0 <= value <= UINTEGER_MAX
+
+
+def _integer(value: Any) -> TypeGuard[int]:
+    return type(value) is int and INTEGER_MIN <= value <= INTEGER_MAX
+
+
+def _position(value: Any) -> tuple[int, int] | None:
+    if type(value) is not dict:
+        return None
+    line, character = value.get("line"), value.get("character")
+    return (line, character) if _uinteger(line) and _uinteger(character) else None
+
+
+def _document_position(params: Any) -> tuple[str, int, int] | None:
+    """`TextDocumentPositionParams`: the URI and position, when both are well formed."""
+    if type(params) is not dict:
+        return None
+    document, position = params.get("textDocument"), _position(params.get("position"))
+    if type(document) is not dict or position is None:
+        return None
+    uri = document.get("uri")
+    return (uri, *position) if type(uri) is str else None
+
+
+def _change(value: Any) -> Change | None:
+    if type(value) is not dict or type(text := value.get("text")) is not str:
+        return None
+    if "range" not in value:
+        return None, None, text
+    span = value["range"]
+    if type(span) is not dict:
+        return None
+    start, end = _position(span.get("start")), _position(span.get("end"))
+    if start is None or end is None:
+        return None
+    return start, end, text
+
+
+def _document_changes(params: Any) -> tuple[str, int, list[Change]] | None:
+    if type(params) is not dict:
+        return None
+    document, raw_changes = params.get("textDocument"), params.get("contentChanges")
+    if type(document) is not dict or type(raw_changes) is not list:
+        return None
+    uri, version = document.get("uri"), document.get("version")
+    if type(uri) is not str or not _integer(version):
+        return None
+    changes: list[Change] = []
+    for raw in raw_changes:
+        if (change := _change(raw)) is None:
+            return None
+        changes.append(change)
+    return uri, version, changes
+
+
+class HotPath:
+    """Handles the per-keystroke messages it recognises; `take` says whether it did."""
+
+    def __init__(self, server: SparkServer) -> None:
+        self._server = server
+        self._running: dict[Any, asyncio.Task[dict[str, Any]]] = {}
+        self._requests: dict[str, Callable[[Any], JsonAnswer | None]] = {
+            types.TEXT_DOCUMENT_INLINE_COMPLETION: self._ghost_text,
+            types.TEXT_DOCUMENT_COMPLETION: self._completion,
+        }
+
+    @property
+    def pending(self) -> int:
+        return len(self._running)
+
+    def take(self, message: dict[str, Any]) -> bool:
+        method = message.get("method")
+        protocol = self._server.protocol
+        if protocol._shutdown:
+            return False
+        params = message.get("params")
+        if "id" not in message:
+            if method == types.TEXT_DOCUMENT_DID_CHANGE:
+                return self._did_change(params)
+            if method == types.CANCEL_REQUEST:
+                return self._cancel(params)
+            return False
+        handler = self._requests.get(method)  # type: ignore[arg-type]
+        if handler is None:
+            return False
+        answer = handler(params)
+        if answer is None:
+            return False
+        msg_id = message["id"]
+        if isinstance(answer, dict):
+            self._respond(msg_id, answer)
+        else:
+            self._start(msg_id, answer)
+        return True
+
+    def _did_change(self, params: Any) -> bool:
+        parsed = _document_changes(params)
+        if parsed is None:
+            return False
+        self._server.change_document(*parsed)
+        return True
+
+    def _ghost_text(self, params: Any) -> JsonAnswer | None:
+        parsed = _document_position(params)
+        if parsed is None or type(params.get("context")) is not dict:
+            return None
+        return self._server.ghost_text(*parsed)
+
+    def _completion(self, params: Any) -> JsonAnswer | None:
+        parsed = _document_position(params)
+        return None if parsed is None else self._server.completion_list(*parsed)
+
+    def _start(self, msg_id: Any, answer: Coroutine[Any, Any, dict[str, Any]]) -> None:
+        task = asyncio.get_running_loop().create_task(answer)
+        self._running[msg_id] = task
+        task.add_done_callback(lambda done: self._finish(msg_id, done))
+
+    def _finish(self, msg_id: Any, task: asyncio.Task[dict[str, Any]]) -> None:
+        self._running.pop(msg_id, None)
+        if task.cancelled():
+            error = {"code": REQUEST_CANCELLED, "message": f"Request {msg_id!r} was cancelled"}
+            self._server.protocol._send_data({"jsonrpc": "2.0", "id": msg_id, "error": error})
+            return
+        if (failure := task.exception()) is not None:
+            log.error("answering request %r failed", msg_id, exc_info=failure)
+            error = {"code": INTERNAL_ERROR, "message": f"{type(failure).__name__}: {failure}"}
+            self._server.protocol._send_data({"jsonrpc": "2.0", "id": msg_id, "error": error})
+            return
+        self._respond(msg_id, task.result())
+
+    def _respond(self, msg_id: Any, result: dict[str, Any]) -> None:
+        self._server.protocol._send_data({"jsonrpc": "2.0", "id": msg_id, "result": result})
+
+    def _cancel(self, params: Any) -> bool:
+        """`$/cancelRequest` for one of ours: cancelling the task closes its upstream stream."""
+        msg_id = params.get("id") if type(params) is dict else None
+        task = self._running.get(msg_id)
+        if task is None:
+            return False
+        if not task.cancelling():
+            task.cancel()
+        return True
