@@ -25,6 +25,7 @@ import ast
 import asyncio
 import concurrent.futures
 import importlib.util
+import itertools
 import json
 import math
 import multiprocessing
@@ -41,15 +42,16 @@ from dataclasses import dataclass, field
 from functools import partial
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from lsprotocol import types  # noqa: E402
 from pygls.lsp.client import LanguageClient  # noqa: E402
+from pygls.protocol import LanguageServerProtocol  # noqa: E402
 
-from lsp_spark.demo import _change, _drain  # noqa: E402
+from lsp_spark.demo import _drain  # noqa: E402
 from lsp_spark.prompts.chat import HOLE  # noqa: E402
 from lsp_spark.testing import isolated_environment  # noqa: E402
 from lsp_spark.testing.cerebras_server import CerebrasTestServer, RecordedRequest  # noqa: E402
@@ -150,6 +152,9 @@ class Stroke:
     notice: float
 
 
+EVENT_KINDS = ("key", "typo", "fix", "accept")
+
+
 @dataclass(slots=True)
 class Event:
     """One inline completion request, sent after an edit, and what came back for it."""
@@ -173,7 +178,7 @@ class Event:
 class Offer:
     """A suggestion the typist has decided to accept, once the reaction time has passed."""
 
-    item: types.InlineCompletionItem
+    item: dict[str, Any]
     text: str
     at: float
 
@@ -351,11 +356,52 @@ class SeparateUpstream:
         return requests, connections
 
 
+ANSWERED = object()
+"""A response the lean protocol has already handed to its caller."""
+
+
+class LeanProtocol(LanguageServerProtocol):
+    """Sends the typist's per-keystroke messages as plain JSON and takes their answers as
+    plain JSON, noting the moment each arrives: an editor parses JSON natively, and pygls'
+    typed round trip (cattrs both ways) would charge this client's own work to the server."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._waiting: dict[Any, Callable[[float, dict[str, Any]], None]] = {}
+        self._ids = itertools.count()
+        super().__init__(*args, **kwargs)
+
+    def notify_raw(self, method: str, params: dict[str, Any]) -> None:
+        self._send_data({"jsonrpc": "2.0", "method": method, "params": params})
+
+    def request_raw(
+        self, method: str, params: Any, answered: Callable[[float, dict[str, Any]], None]
+    ) -> None:
+        """`answered(arrival time, response)` runs as soon as the response is parsed."""
+        msg_id = f"lean-{next(self._ids)}"
+        self._waiting[msg_id] = answered
+        self._send_data({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
+
+    @property
+    def waiting(self) -> int:
+        return len(self._waiting)
+
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        if "method" not in data and (answered := self._waiting.pop(data.get("id"), None)):
+            answered(time.monotonic(), data)
+            return ANSWERED
+        return super().structure_message(data)
+
+    def handle_message(self, message: Any) -> None:
+        if message is not ANSWERED:
+            super().handle_message(message)
+
+
 class Typist:
     """Types a trace on schedule, never waiting for answers, and accepts right suggestions."""
 
     def __init__(self, client: LanguageClient, uri: str, session: Session, deadline: float) -> None:
         self.client = client
+        self.protocol = cast(LeanProtocol, client.protocol)
         self.uri = uri
         self.session = session
         self.region = session.trace.region
@@ -436,29 +482,30 @@ class Typist:
         self.version += 1
         self.offer = None
         self.last_action = time.monotonic()
-        self.client.text_document_did_change(
-            _change(self.uri, self.version, line, start, end, text)
+        self.protocol.notify_raw(
+            types.TEXT_DOCUMENT_DID_CHANGE,
+            {
+                "textDocument": {"uri": self.uri, "version": self.version},
+                "contentChanges": [{"range": lsp_range(line, start, line, end), "text": text}],
+            },
         )
 
     def _request(self, kind: str) -> None:
         position = None if self.typo is not None else self.position
         event = Event(kind, self.version, position, self.tail, time.monotonic())
         self.session.events.append(event)
-        future = self.client.protocol.send_request(
+        self.protocol.request_raw(
             types.TEXT_DOCUMENT_INLINE_COMPLETION,
             inline_params(self.uri, self.line, self.character),
+            partial(self._answered, event),
         )
-        self.pending.append(future)
-        # Run synchronously where pygls reads the response, so `arrived` is not delayed by a
-        # turn of the event loop.
-        future.add_done_callback(partial(self._answered, event))
 
-    def _answered(self, event: Event, future: concurrent.futures.Future[Any]) -> None:
-        event.arrived = time.monotonic()
-        if future.cancelled() or future.exception() is not None:
-            event.error = "cancelled" if future.cancelled() else repr(future.exception())
+    def _answered(self, event: Event, arrived: float, response: dict[str, Any]) -> None:
+        event.arrived = arrived
+        if "error" in response:
+            event.error = str(response["error"])
             return
-        item = first_item(future.result())
+        item = first_item(response.get("result"))
         if item is None:
             return
         event.text = item_text(item)
@@ -467,15 +514,16 @@ class Typist:
             self.offer = Offer(item, event.text, event.arrived + REACTION)
             self.wake.set()
 
-    def _acceptable(self, event: Event, item: types.InlineCompletionItem) -> bool:
+    def _acceptable(self, event: Event, item: dict[str, Any]) -> bool:
         """Exactly the next characters (partial matches are not accepted), inserted at the
         cursor rather than replacing anything."""
-        cursor = types.Position(self.line, self.character)
+        cursor = {"line": self.line, "character": self.character}
+        span = item.get("range")
         return (
             event.position is not None
             and len(event.text) >= MIN_ACCEPTED
             and self.region.startswith(event.text, event.position)
-            and (item.range is None or item.range.start == item.range.end == cursor)
+            and (span is None or span["start"] == span["end"] == cursor)
         )
 
     def _accept(self, offer: Offer) -> None:
@@ -484,11 +532,13 @@ class Typist:
         self.session.accepted.append(len(offer.text))
         self.position += len(offer.text)
         self._insert(offer.text)
-        if (command := offer.item.command) is not None:
+        if (command := offer.item.get("command")) is not None:
             self.session.commands += 1
             future = self.client.protocol.send_request(
                 types.WORKSPACE_EXECUTE_COMMAND,
-                types.ExecuteCommandParams(command=command.command, arguments=command.arguments),
+                types.ExecuteCommandParams(
+                    command=command["command"], arguments=command.get("arguments")
+                ),
             )
             self.pending.append(future)
             future.add_done_callback(self._command_done)
@@ -503,28 +553,35 @@ class Typist:
     async def settle(self, timeout: float) -> None:
         """Wait (bounded) for the answers still on their way."""
         deadline = time.monotonic() + timeout
-        while any(not future.done() for future in self.pending) and time.monotonic() < deadline:
+        while time.monotonic() < deadline and (
+            self.protocol.waiting or any(not future.done() for future in self.pending)
+        ):
             await asyncio.sleep(0.01)
 
 
-def inline_params(uri: str, line: int, character: int) -> types.InlineCompletionParams:
-    return types.InlineCompletionParams(
-        text_document=types.TextDocumentIdentifier(uri),
-        position=types.Position(line, character),
-        context=types.InlineCompletionContext(
-            trigger_kind=types.InlineCompletionTriggerKind.Automatic
-        ),
-    )
+def inline_params(uri: str, line: int, character: int) -> dict[str, Any]:
+    return {
+        "textDocument": {"uri": uri},
+        "position": {"line": line, "character": character},
+        "context": {"triggerKind": types.InlineCompletionTriggerKind.Automatic.value},
+    }
 
 
-def first_item(result: Any) -> types.InlineCompletionItem | None:
-    items = result.items if isinstance(result, types.InlineCompletionList) else result
+def lsp_range(line: int, start: int, end_line: int, end: int) -> dict[str, Any]:
+    return {
+        "start": {"line": line, "character": start},
+        "end": {"line": end_line, "character": end},
+    }
+
+
+def first_item(result: Any) -> dict[str, Any] | None:
+    items = result.get("items") if isinstance(result, dict) else result
     return items[0] if items else None
 
 
-def item_text(item: types.InlineCompletionItem) -> str:
-    text = item.insert_text
-    return text if isinstance(text, str) else text.value
+def item_text(item: dict[str, Any]) -> str:
+    text = item.get("insertText", "")
+    return text if isinstance(text, str) else text.get("value", "")
 
 
 def plain(value: Any) -> Any:
@@ -571,14 +628,24 @@ async def initialize(client: LanguageClient, options: dict[str, Any]) -> None:
     client.initialized(types.InitializedParams())
 
 
-async def round_trips(client: LanguageClient, session: Session) -> None:
-    """The protocol's own cost, both ends in Python: `lspSpark/stats` does next to nothing."""
+async def lean_request(protocol: LeanProtocol, method: str, params: Any) -> tuple[float, Any]:
+    """Arrival time and result of one plain-JSON request (an error raises)."""
+    answer: asyncio.Future[tuple[float, dict[str, Any]]] = (
+        asyncio.get_running_loop().create_future()
+    )
+    protocol.request_raw(method, params, lambda arrived, data: answer.set_result((arrived, data)))
+    arrived, response = await asyncio.wait_for(answer, REQUEST_TIMEOUT)
+    if "error" in response:
+        raise RuntimeError(f"{method}: {response['error']}")
+    return arrived, response.get("result")
+
+
+async def round_trips(protocol: LeanProtocol, session: Session) -> None:
+    """The protocol's own cost: `lspSpark/stats` does next to nothing."""
     for _ in range(ROUND_TRIPS):
         sent = time.monotonic()
-        await asyncio.wait_for(
-            client.protocol.send_request_async("lspSpark/stats", None), REQUEST_TIMEOUT
-        )
-        session.round_trips_ms.append(ms(time.monotonic(), sent))
+        arrived, _ = await lean_request(protocol, "lspSpark/stats", None)
+        session.round_trips_ms.append(ms(arrived, sent))
 
 
 async def first_request(client: LanguageClient, session: Session, folder: Path) -> None:
@@ -589,12 +656,13 @@ async def first_request(client: LanguageClient, session: Session, folder: Path) 
         types.DidOpenTextDocumentParams(types.TextDocumentItem(uri, "python", 1, before))
     )
     probe = session.probe = Event("probe", 1, None, before[-DOCUMENT_TAIL:], time.monotonic())
-    request = client.protocol.send_request_async(
-        types.TEXT_DOCUMENT_INLINE_COMPLETION, inline_params(uri, *end_position(before))
-    )
+    protocol = cast(LeanProtocol, client.protocol)
     try:
-        item = first_item(await asyncio.wait_for(request, REQUEST_TIMEOUT))
-        probe.arrived = time.monotonic()
+        params = inline_params(uri, *end_position(before))
+        probe.arrived, result = await lean_request(
+            protocol, types.TEXT_DOCUMENT_INLINE_COMPLETION, params
+        )
+        item = first_item(result)
         probe.text = item_text(item) if item is not None else ""
     except Exception as error:
         probe.error = repr(error)
@@ -636,7 +704,7 @@ async def drive(
     session: Session, options: dict[str, Any], scale: Scale, environment: dict[str, str]
 ) -> None:
     """Start the server, probe its first request, replay the trace, read its stats, stop it."""
-    client = LanguageClient("lsp-spark-replay", "1")
+    client = LanguageClient("lsp-spark-replay", "1", protocol_cls=LeanProtocol)
 
     @client.feature(types.WINDOW_SHOW_MESSAGE)
     def show_message(params: types.ShowMessageParams) -> None:
@@ -653,7 +721,7 @@ async def drive(
         session.rss_start_mib = resident_mib(process.pid)
         folder = Path(environment["XDG_CONFIG_HOME"])
         await first_request(client, session, folder)
-        await round_trips(client, session)
+        await round_trips(cast(LeanProtocol, client.protocol), session)
         uri = (folder / session.trace.path.name).as_uri()
         client.text_document_did_open(
             types.DidOpenTextDocumentParams(
@@ -804,6 +872,10 @@ def analyse(session: Session) -> dict[str, Any]:
         "afterUpstreamMs": [ms(e.arrived, e.upstream.completed_at) for e in served if e.upstream],
         "roundTripMs": session.round_trips_ms,
         "noUpstream": no_upstream,
+        **{
+            f"upstreamAfter.{kind}": sum(1 for e in answered if e.upstream and e.kind == kind)
+            for kind in EVENT_KINDS
+        },
         "fromMemory": sum(1 for e in answered if e.upstream is None and e.text),
         "acceptingAnswered": len(answered) if accepting else 0,
         "acceptingNoUpstream": no_upstream if accepting else 0,
@@ -904,6 +976,7 @@ def summarise(raw: dict[str, Any]) -> dict[str, Any]:
         "truncated": raw["truncated"],
         "failed": raw["failed"],
         **{key: value for key, value in raw.items() if key.startswith("server.")},
+        **{f"upstreamAfter.{kind}": raw[f"upstreamAfter.{kind}"] for kind in EVENT_KINDS},
     }
 
 
@@ -923,6 +996,7 @@ ROWS: list[Row] = [
     ("answered with no upstream call", "noUpstreamShare", "", None),
     ("  same, traces with acceptances", "noUpstreamShareAccepting", "≥ 40%", lambda v: v >= 0.4),
     ("  answered from memory (non-empty)", "fromMemoryShare", "", None),
+    ("  upstream after key / typo / fix / accept", "upstreamAfter.key", "", None),
     ("upstream requests / 100 chars", "upstreamRequestsPer100", "", None),
     ("upstream tokens / 100 chars", "upstreamTokensPer100", "", None),
     ("  speculative requests / closed early", "speculative", "", None),
@@ -959,6 +1033,7 @@ JOINED = {
     "server.cacheHits": ("server.cacheHits", "server.typeThroughHits", "server.prefetchHits"),
     "server.prefetches": ("server.prefetches", "server.superseded", "server.earlyStops"),
     "keys": ("keys", "requests", "chars"),
+    "upstreamAfter.key": tuple(f"upstreamAfter.{kind}" for kind in EVENT_KINDS),
     "timeouts": ("timeouts", "errors", "truncated", "failed"),
 }
 

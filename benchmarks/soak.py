@@ -51,10 +51,8 @@ from replay import (  # noqa: E402
     Oracle,
     Trace,
     end_position,
-    first_item,
     initialize,
     inline_params,
-    item_text,
     key_text,
     neighbour,
     percentile,
@@ -153,6 +151,16 @@ TCP_STATES = {
     "0A": "LISTEN",
     "0B": "CLOSING",
 }
+
+
+def first_item(result: Any) -> types.InlineCompletionItem | None:
+    items = result.items if isinstance(result, types.InlineCompletionList) else result
+    return items[0] if items else None
+
+
+def item_text(item: types.InlineCompletionItem) -> str:
+    text = item.insert_text
+    return text if isinstance(text, str) else text.value
 
 
 @dataclass(slots=True)

@@ -9,6 +9,7 @@ import logging
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from lsp_spark.backends import Backend, BackendError, CompletionRequest, FailureKind, create_backend
@@ -28,9 +29,10 @@ from lsp_spark.workspace import Workspace
 
 log = logging.getLogger(__name__)
 
-PREFETCH_DELAY = 0.25
-"""Seconds a suggestion stays on screen before its continuation is fetched: long enough
-that typing on (which makes it moot) usually comes first, short enough to beat an accept."""
+PREFETCH_DELAY = 0.01
+"""Seconds between delivering a suggestion and fetching its continuation: enough for the
+answer to leave first. Any later and an accept, which comes about 150 ms after the
+suggestion appears, would find the continuation still on its way."""
 IDLE_REWARM = 45.0
 """Servers drop idle keep-alive connections after about a minute; re-open before that."""
 # After a failure the backend is left alone for a while instead of being asked on every keystroke.
@@ -60,14 +62,29 @@ class Suggestion:
     cached: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Prefetch:
-    """A continuation being fetched, and the states it will answer."""
+    """A continuation to fetch once its suggestion has been on screen a moment (or at once
+    when it is accepted), and the states it will answer."""
 
-    task: asyncio.Task[None]
-    wake: asyncio.Event
     accepted: LineState
     """The cursor's line right after accepting the shown suggestion."""
+    fetch: Callable[[], Coroutine[Any, Any, None]]
+    timer: asyncio.TimerHandle | None = None
+    task: asyncio.Task[None] | None = None
+
+    def begin(self) -> asyncio.Task[None]:
+        if self.task is None:
+            if self.timer is not None:
+                self.timer.cancel()
+            self.task = asyncio.get_running_loop().create_task(self.fetch())
+        return self.task
+
+    def cancel(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+        if self.task is not None:
+            cancel_once(self.task)
 
     def answers(self, state: LineState) -> bool:
         """The accepted state itself, or the blank line Enter opens right after it."""
@@ -297,9 +314,8 @@ class CompletionEngine:
         """A task already running whose answer will cover `state`: the prefetch for the
         state an accept produces, or the request in flight that this keystroke extends."""
         prefetch = self._prefetches.get(state.uri)
-        if prefetch is not None and prefetch.answers(state) and not prefetch.task.done():
-            prefetch.wake.set()
-            return prefetch.task
+        if prefetch is not None and prefetch.answers(state):
+            return prefetch.begin()
         pending = self._inflight.get(state.uri)
         if (
             pending is not None
@@ -326,7 +342,7 @@ class CompletionEngine:
 
     def shown(self, uri: str) -> None:
         if (pending := self._prefetches.get(uri)) is not None:
-            pending.wake.set()
+            pending.begin()
 
     def forget(self, uri: str) -> None:
         self.jobs.cancel(uri)
@@ -355,7 +371,8 @@ class CompletionEngine:
             return None
         if time.monotonic() < self._paused_until:
             return None
-        await asyncio.sleep(self.debounce.seconds(settings.debounce_ms))
+        if delay := self.debounce.seconds(settings.debounce_ms):
+            await asyncio.sleep(delay)
         window = built.window
         multiline = built.cursor.multiline
         request = CompletionRequest(
@@ -397,21 +414,16 @@ class CompletionEngine:
         suggestion: Suggestion,
     ) -> None:
         self._cancel_prefetch(state.uri)
-        wake = asyncio.Event()
         accepted = _accepted_state(state, suggestion)
-        task = asyncio.get_running_loop().create_task(
-            self._prefetch(backend, state, accepted, built, request, suggestion, wake)
+        prefetch = Prefetch(
+            accepted, partial(self._prefetch, backend, state, accepted, built, request, suggestion)
         )
-        self._prefetches[state.uri] = Prefetch(task, wake, accepted)
-        task.add_done_callback(lambda _: self._forget_prefetch(state.uri, task))
-
-    def _forget_prefetch(self, uri: str, task: asyncio.Task[None]) -> None:
-        if (pending := self._prefetches.get(uri)) is not None and pending.task is task:
-            del self._prefetches[uri]
+        prefetch.timer = asyncio.get_running_loop().call_later(PREFETCH_DELAY, prefetch.begin)
+        self._prefetches[state.uri] = prefetch
 
     def _cancel_prefetch(self, uri: str) -> None:
         if (pending := self._prefetches.pop(uri, None)) is not None:
-            cancel_once(pending.task)
+            pending.cancel()
 
     async def _prefetch(
         self,
@@ -421,15 +433,12 @@ class CompletionEngine:
         built: BuiltContext,
         request: CompletionRequest,
         suggestion: Suggestion,
-        wake: asyncio.Event,
     ) -> None:
         """Fetch what the model would suggest once this suggestion is accepted.
 
         The result is remembered for the line state that accepting produces, and for the
         blank line that Enter would open after it, so accepting and going on is instant.
         """
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(wake.wait(), PREFETCH_DELAY)
         rest = accepted.line_suffix
         line_prefix = accepted.line_prefix
         continuation = dataclasses.replace(

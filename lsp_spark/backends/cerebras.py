@@ -122,10 +122,11 @@ class CerebrasBackend(Backend):
             body["stop"] = list(request.stop[:MAX_STOP_SEQUENCES])
         if self._reasoning_effort:
             body["reasoning_effort"] = self._reasoning_effort
-        async for payload in self._http.events(CHAT_PATH, body):
-            self.last_usage.read(payload)
-            if text := _delta_text(payload):
-                yield text
+        async with contextlib.aclosing(self._http.events(CHAT_PATH, body)) as events:
+            async for payload in events:
+                self.last_usage.read(payload)
+                if text := _delta_text(payload):
+                    yield text
 
     async def chat(
         self,

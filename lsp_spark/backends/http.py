@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import ssl
 import urllib.request
 from collections.abc import AsyncGenerator
@@ -62,6 +63,20 @@ def _proxy_for(url: str) -> str | None:
     if parts.hostname and urllib.request.proxy_bypass(parts.hostname):
         return None
     return urllib.request.getproxies().get(parts.scheme)
+
+
+def _tls_context() -> ssl.SSLContext:
+    """Mozilla's roots (certifi), plus the bundle SSL_CERT_FILE / SSL_CERT_DIR name (a
+    company's own CA); verification is never turned off."""
+    context = ssl.create_default_context(cafile=certifi.where())
+    cafile, capath = os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR")
+    if cafile or capath:
+        try:
+            context.load_verify_locations(cafile=cafile, capath=capath)
+        except (OSError, ssl.SSLError) as error:
+            log.warning("could not load SSL_CERT_FILE / SSL_CERT_DIR: %s", error)
+    context.set_alpn_protocols(["http/1.1"])
+    return context
 
 
 class _Connection(asyncio.Protocol):
@@ -192,8 +207,7 @@ class EventStreamClient:
         self._prefix = parts.path
         self._tls: ssl.SSLContext | None = None
         if parts.scheme == "https":
-            self._tls = ssl.create_default_context(cafile=certifi.where())
-            self._tls.set_alpn_protocols(["http/1.1"])
+            self._tls = _tls_context()
         authority = parts.netloc.rsplit("@", 1)[-1] or self._host
         fields = [
             f"host: {authority}",

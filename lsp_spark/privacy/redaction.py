@@ -30,6 +30,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from itertools import pairwise
 
 from lsp_spark.backends.base import CompletionRequest
@@ -108,11 +109,17 @@ def redact_parts(*parts: str) -> RedactedParts:
     return RedactedParts(tuple(text[start:end] for start, end in pairwise(bounds)), dict(counts))
 
 
+@lru_cache(maxsize=4)
+def _redact_related(context: str) -> Redacted:
+    """Related code changes far less often than keystrokes come."""
+    return redact(context)
+
+
 def redact_request(request: CompletionRequest) -> tuple[CompletionRequest, dict[str, int]]:
     """The request with its prefix and suffix (redacted together, across the cursor) and
     its context redacted, plus how many secrets of each kind were taken out."""
     around = redact_parts(request.prefix, request.suffix)
-    context = redact(request.context)
+    context = _redact_related(request.context)
     counts = Counter(around.counts)
     counts.update(context.counts)
     prefix, suffix = around.parts

@@ -259,6 +259,8 @@ class _Request:
     version: str
     headers: dict[str, str]
     body: bytes
+    arrived_at: float
+    """When its head arrived: the service's time starts there, not after it parsed the body."""
 
     @property
     def keep_alive(self) -> bool:
@@ -333,6 +335,7 @@ class _Connection:
         head = await self._read_until(b"\r\n\r\n", _MAX_HEAD)
         if head is None:
             return None
+        arrived_at = time.monotonic()
         request_line, *header_lines = head[:-4].decode("latin-1").split("\r\n")
         parts = request_line.split(" ")
         if len(parts) != 3 or parts[2] not in ("HTTP/1.1", "HTTP/1.0"):
@@ -355,7 +358,7 @@ class _Connection:
         body = await self._read_exactly(int(length_text))
         if body is None:
             return None
-        return _Request(method, target.partition("?")[0], version, headers, body)
+        return _Request(method, target.partition("?")[0], version, headers, body, arrived_at)
 
     async def write(self, data: bytes) -> bool:
         """Write and drain at once so every chunk leaves promptly; False if the client left."""
@@ -802,7 +805,7 @@ class CerebrasTestServer:
             headers=request.headers,
             body=body,
             raw_body=request.body,
-            received_at=time.monotonic(),
+            received_at=request.arrived_at,
             connection_id=conn.id,
         )
         self.requests.append(record)
