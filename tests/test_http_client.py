@@ -165,16 +165,23 @@ def authority() -> trustme.CA:
     return trustme.CA()
 
 
-async def test_https_verifies_the_certificate_against_the_trusted_roots(
-    cerebras: CerebrasTestServer, authority: trustme.CA, monkeypatch: pytest.MonkeyPatch, tmp_path
-) -> None:
+@contextlib.asynccontextmanager
+async def tls_in_front_of(server: CerebrasTestServer, authority: trustme.CA) -> AsyncIterator[int]:
+    """A TLS terminator on loopback, its certificate from `authority`, before `server`."""
     served = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     authority.issue_cert("127.0.0.1").configure_cert(served)
 
-    async def terminate_tls(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await splice(reader, writer, cerebras.port)
+    async def terminate(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await splice(reader, writer, server.port)
 
-    async with serving(terminate_tls, served) as port:
+    async with serving(terminate, served) as port:
+        yield port
+
+
+async def test_https_verifies_the_certificate_against_the_trusted_roots(
+    cerebras: CerebrasTestServer, authority: trustme.CA, monkeypatch: pytest.MonkeyPatch, tmp_path
+) -> None:
+    async with tls_in_front_of(cerebras, authority) as port:
         monkeypatch.delenv("SSL_CERT_DIR", raising=False)
         monkeypatch.delenv("SSL_CERT_FILE", raising=False)
         untrusted = client(f"https://127.0.0.1:{port}")
@@ -195,14 +202,9 @@ async def test_https_verifies_the_certificate_against_the_trusted_roots(
 async def test_https_goes_through_a_connect_tunnel_and_http_through_the_proxy(
     cerebras: CerebrasTestServer, authority: trustme.CA, monkeypatch: pytest.MonkeyPatch, tmp_path
 ) -> None:
-    served = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    authority.issue_cert("127.0.0.1").configure_cert(served)
     bundle = tmp_path / "ca.pem"
     authority.cert_pem.write_to_path(str(bundle))
     seen: list[bytes] = []
-
-    async def terminate_tls(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await splice(reader, writer, cerebras.port)
 
     async def proxy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         head = await reader.readuntil(b"\r\n\r\n")
@@ -219,7 +221,7 @@ async def test_https_goes_through_a_connect_tunnel_and_http_through_the_proxy(
     for name in ("NO_PROXY", "no_proxy", "HTTP_PROXY", "http_proxy", "https_proxy"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("SSL_CERT_FILE", str(bundle))
-    async with serving(terminate_tls, served) as tls_port, serving(proxy) as proxy_port:
+    async with tls_in_front_of(cerebras, authority) as tls_port, serving(proxy) as proxy_port:
         monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{proxy_port}")
         monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy_port}")
         for base_url in (f"https://127.0.0.1:{tls_port}", cerebras.base_url):
