@@ -17,8 +17,10 @@ from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeGuard
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcInternalError, JsonRpcRequestCancelled
 
 from lsp_spark.documents import Change
+from lsp_spark.scheduler import cancel_once
 
 if TYPE_CHECKING:
     from lsp_spark.server import JsonAnswer, SparkServer
@@ -27,8 +29,6 @@ log = logging.getLogger(__name__)
 
 INTEGER_MAX = UINTEGER_MAX = 2**31 - 1
 INTEGER_MIN = -(2**31)
-REQUEST_CANCELLED = -32800
-INTERNAL_ERROR = -32603
 
 
 def _uinteger(value: Any) -> TypeGuard[int]:
@@ -153,18 +153,23 @@ class HotPath:
     def _finish(self, msg_id: Any, task: asyncio.Task[dict[str, Any]]) -> None:
         self._running.pop(msg_id, None)
         if task.cancelled():
-            error = {"code": REQUEST_CANCELLED, "message": f"Request {msg_id!r} was cancelled"}
-            self._server.protocol._send_data({"jsonrpc": "2.0", "id": msg_id, "error": error})
-            return
-        if (failure := task.exception()) is not None:
+            error = {
+                "code": JsonRpcRequestCancelled.CODE,
+                "message": f"Request {msg_id!r} was cancelled",
+            }
+            self._send(msg_id, "error", error)
+        elif (failure := task.exception()) is not None:
             log.error("answering request %r failed", msg_id, exc_info=failure)
-            error = {"code": INTERNAL_ERROR, "message": f"{type(failure).__name__}: {failure}"}
-            self._server.protocol._send_data({"jsonrpc": "2.0", "id": msg_id, "error": error})
-            return
-        self._respond(msg_id, task.result())
+            message = f"{type(failure).__name__}: {failure}"
+            self._send(msg_id, "error", {"code": JsonRpcInternalError.CODE, "message": message})
+        else:
+            self._send(msg_id, "result", task.result())
 
     def _respond(self, msg_id: Any, result: dict[str, Any]) -> None:
-        self._server.protocol._send_data({"jsonrpc": "2.0", "id": msg_id, "result": result})
+        self._send(msg_id, "result", result)
+
+    def _send(self, msg_id: Any, key: str, value: dict[str, Any]) -> None:
+        self._server.protocol._send_data({"jsonrpc": "2.0", "id": msg_id, key: value})
 
     def _cancel(self, params: Any) -> bool:
         """`$/cancelRequest` for one of ours: cancelling the task closes its upstream stream."""
@@ -172,6 +177,5 @@ class HotPath:
         task = self._running.get(msg_id)
         if task is None:
             return False
-        if not task.cancelling():
-            task.cancel()
+        cancel_once(task)
         return True

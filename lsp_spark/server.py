@@ -236,16 +236,30 @@ class SparkServer(LanguageServer):
             return
         self.review.changed(uri)
 
-    def ghost_text(self, uri: str, line: int, character: int) -> JsonAnswer:
-        """An `InlineCompletionList`: at once when memory has the answer, else a coroutine
-        that asks the pipeline (so a hit costs no task)."""
+    def _answer(
+        self,
+        uri: str,
+        line: int,
+        character: int,
+        empty: dict[str, Any],
+        render: Callable[[Cursor, Suggestion | None], dict[str, Any]],
+        upstream: Callable[[Cursor], Coroutine[Any, Any, dict[str, Any]]],
+    ) -> JsonAnswer:
+        """At once when memory has the answer (a hit costs no task), else a coroutine that
+        asks the pipeline."""
         cursor = self.locate(uri, line, character)
         if cursor is None:
-            return NO_GHOST_TEXT
+            return empty
         remembered = self.engine.recall(cursor.document, cursor.row, cursor.column)
         if remembered is not None:
-            return self._ghost_list(cursor, remembered)
-        return self._ghost_text_upstream(cursor)
+            return render(cursor, remembered)
+        return upstream(cursor)
+
+    def ghost_text(self, uri: str, line: int, character: int) -> JsonAnswer:
+        """An `InlineCompletionList`."""
+        return self._answer(
+            uri, line, character, NO_GHOST_TEXT, self._ghost_list, self._ghost_text_upstream
+        )
 
     async def _ghost_text_upstream(self, cursor: Cursor) -> dict[str, Any]:
         suggestion = await self.engine.fetch(cursor.document, cursor.row, cursor.column)
@@ -266,16 +280,16 @@ class SparkServer(LanguageServer):
         return {"items": [item]}
 
     def completion_list(self, uri: str, line: int, character: int) -> JsonAnswer:
-        """A `CompletionList`, for clients without ghost text: at once from memory, else
-        within `completionDeadlineMs` no matter what; other servers' items are never held
-        back."""
-        cursor = self.locate(uri, line, character)
-        if cursor is None:
-            return NO_COMPLETIONS
-        remembered = self.engine.recall(cursor.document, cursor.row, cursor.column)
-        if remembered is not None:
-            return self._completion_list(cursor, remembered)
-        return self._completion_list_upstream(cursor)
+        """A `CompletionList`, for clients without ghost text: within `completionDeadlineMs`
+        no matter what, so other servers' items are never held back."""
+        return self._answer(
+            uri,
+            line,
+            character,
+            NO_COMPLETIONS,
+            self._completion_list,
+            self._completion_list_upstream,
+        )
 
     async def _completion_list_upstream(self, cursor: Cursor) -> dict[str, Any]:
         job = self.engine.submit(cursor.document, cursor.row, cursor.column)

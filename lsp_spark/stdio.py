@@ -122,18 +122,12 @@ def dispatch(protocol: JsonRPCProtocol, body: bytes, shortcut: Shortcut | None =
     try:
         if shortcut is not None and shortcut(data):
             return
-    except Exception:
-        log.exception("handling %s failed", data.get("method"))
-        if is_request:
-            _answer_error(protocol, data["id"], JsonRpcInternalError())
-        return
-    try:
-        message = protocol.structure_message(data)
-    except JsonRpcException as error:
-        if is_request:
-            _answer_error(protocol, data["id"], error)
-        return
-    try:
+        try:
+            message = protocol.structure_message(data)
+        except JsonRpcException as error:
+            if is_request:
+                _answer_error(protocol, data["id"], error)
+            return
         protocol.handle_message(message)
     except Exception:
         log.exception("handling %s failed", data.get("method", "a response"))
