@@ -179,6 +179,8 @@ class Document:
         "_blocks",
         "_byte_at",
         "_char_at",
+        "_edited_row",
+        "_layout",
         "_lone_cr",
         "_row_at",
         "_text",
@@ -195,6 +197,8 @@ class Document:
         self.uri = uri
         self.language_id = language_id
         self.version = version
+        self._layout = 0
+        self._edited_row: int | None = None
         self._reset(text)
 
     def __repr__(self) -> str:
@@ -233,6 +237,11 @@ class Document:
             start += len(chunk)
             bi += 1
         return found
+
+    def stamp_except(self, row: int) -> int | None:
+        """A number that stays the same while no line but `row` changes (None when the last
+        edit was to another line): what was read from the other lines can be reused."""
+        return self._layout if self._edited_row is None or self._edited_row == row else None
 
     def offset_at(self, line: int, character: int, encoding: PositionEncoding) -> int:
         """Code point offset of an LSP position, clamped the way editors expect.
@@ -342,6 +351,13 @@ class Document:
             # The segment ends with the end line's own terminator, which split off an empty tail.
             new_lines.pop()
         self._replace_lines(first, last, new_lines)
+        if first != last or len(new_lines) != 1:
+            self._layout += 1
+            self._edited_row = None
+        else:
+            if self._edited_row is not None and self._edited_row != first:
+                self._layout += 1
+            self._edited_row = first
 
         newlines = new_text.count("\n")
         if newlines:
@@ -359,6 +375,8 @@ class Document:
         )
 
     def _reset(self, text: str) -> None:
+        self._layout += 1
+        self._edited_row = None
         lines = _split_lines(text)
         self._blocks = _chunk(lines, [_utf8_len(line) for line in lines])
         self._lone_cr = sum(block.lone_cr for block in self._blocks)

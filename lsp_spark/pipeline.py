@@ -169,6 +169,7 @@ class CompletionEngine:
         self._unavailable_streak = 0
         self._background: set[asyncio.Task[Any]] = set()
         self._configured = False
+        self._options: tuple[Backend, Settings, ContextOptions] | None = None
 
     def backend(self) -> Backend:
         """The configured backend, for other pipelines (code actions); raises why there is none."""
@@ -471,13 +472,18 @@ class CompletionEngine:
             self.cache.remember(accepted, text.split("\n", 1)[0], replace_chars, "prefetch")
 
     def _context_options(self, backend: Backend) -> ContextOptions:
+        """Built once per backend and settings: the context builder reuses what it read for
+        a row only under the same options."""
         settings = self.settings
+        known = self._options
+        if known is not None and known[0] is backend and known[1] is settings:
+            return known[2]
         indent_unit = None
         if settings.insert_spaces is False:
             indent_unit = "\t"
         elif settings.tab_size:
             indent_unit = " " * settings.tab_size
-        return ContextOptions(
+        options = ContextOptions(
             budget=Budget(settings.context_tokens or backend.context_tokens, backend.count_tokens),
             max_lines=settings.max_lines,
             sources=frozenset(settings.context_sources),
@@ -485,6 +491,8 @@ class CompletionEngine:
             in_strings=settings.suggest_in_strings,
             indent_unit=indent_unit,
         )
+        self._options = (backend, settings, options)
+        return options
 
     async def _generate(
         self,

@@ -79,10 +79,27 @@ class Workspace:
         source can ever reach their text."""
         self.window_tops: dict[str, int] = {}
         """Each document's last context window top row (see `cursor_window`)."""
+        self.row_contexts: dict[str, object] = {}
+        """Per document, what the context builder read for its cursor's row (see
+        `build_context`)."""
         self._refreshes: dict[str, asyncio.TimerHandle] = {}
+        self._generation = 0
+        self._editing: str | None = None
+
+    def stamp_except(self, uri: str) -> int | None:
+        """A number that stays the same while nothing changes but the text of `uri` (None
+        when the last change was to another document): other documents, outlines and
+        exclusions as they were."""
+        return self._generation if self._editing is None or self._editing == uri else None
+
+    def _changed_everywhere(self) -> None:
+        self._generation += 1
+        self._editing = None
 
     def open(self, uri: str, language_id: str, version: int, text: str) -> Document:
         document = self.documents.open(uri, language_id, version, text)
+        self._changed_everywhere()
+        self.row_contexts.pop(uri, None)
         if not worth_parsing(text):
             return document
         if self.syntax.open(document) is not None:
@@ -97,6 +114,10 @@ class Workspace:
         """Apply edits; raises UnknownDocumentError for a document never opened."""
         changes = list(changes)
         edits = self.documents.change(uri, version, changes, encoding)
+        if self._editing != uri:
+            if self._editing is not None:
+                self._generation += 1
+            self._editing = uri
         self.syntax.change(uri, edits)
         if self.exclusions.excludes(uri):
             return
@@ -110,6 +131,7 @@ class Workspace:
     def set_exclusions(self, exclusions: Exclusions) -> None:
         """Newly excluded open documents lose what they had lent to other files' context."""
         self.exclusions = exclusions
+        self._changed_everywhere()
         for uri in [document.uri for document in self.documents]:
             if exclusions.excludes(uri):
                 self.outlines.pop(uri, None)
@@ -133,6 +155,8 @@ class Workspace:
         self.recent.forget(uri)
         self.outlines.pop(uri, None)
         self.window_tops.pop(uri, None)
+        self.row_contexts.pop(uri, None)
+        self._changed_everywhere()
         if (handle := self._refreshes.pop(uri, None)) is not None:
             handle.cancel()
 
@@ -160,7 +184,7 @@ class Workspace:
         signatures: dict[str, str] = {}
         for definition in definitions:
             signatures.setdefault(definition.name, definition.signature)
-        self.outlines[uri] = Outline(
+        refreshed = Outline(
             imports=tuple(
                 (syntax.document.point_at(syntax.document.offset_at_byte(start))[0], text)
                 for start, _, text in outline.imports(syntax)
@@ -169,3 +193,6 @@ class Workspace:
             signatures=signatures,
             indent_unit=detect_indent_unit(syntax.document.lines(0, syntax.document.line_count)),
         )
+        if refreshed != self.outlines.get(uri):
+            self.outlines[uri] = refreshed
+            self._changed_everywhere()

@@ -550,3 +550,18 @@ def test_lines_slices_rows_across_blocks_without_terminators() -> None:
     assert document.lines(-5, 1) == ["row 0"]
     assert document.lines(5, 5) == []
     assert document.lines(0, 401) == [document.line(n) for n in range(401)]
+
+
+def test_the_stamp_except_a_row_holds_while_only_that_row_changes() -> None:
+    doc = Document("file:///s.py", "python", 1, "a = 1\nb = 2\nc = 3\n")
+    kept = doc.stamp_except(1)
+    doc.apply_change((1, 5), (1, 5), "0", PositionEncoding.UTF16)
+    doc.apply_change((1, 0), (1, 1), "bee", PositionEncoding.UTF16)
+    assert doc.stamp_except(1) == kept
+    assert doc.stamp_except(0) is None, "row 1 changed, so row 0's surroundings did"
+    doc.apply_change((0, 0), (0, 0), "#", PositionEncoding.UTF16)
+    assert doc.stamp_except(1) is None
+    stamp = doc.stamp_except(0)
+    assert stamp is not None and stamp != kept
+    doc.apply_change((0, 1), (0, 1), "\n", PositionEncoding.UTF16)
+    assert doc.stamp_except(0) not in (None, stamp), "a new line moves every row below"

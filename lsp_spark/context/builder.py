@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import partial
 
-from lsp_spark.context import CursorWindow, cursor_window
+from lsp_spark.context import CursorWindow, Surroundings, cursor_window
 from lsp_spark.context import sources as src
 from lsp_spark.context.budget import Budget
 from lsp_spark.context.mode import Mode, completion_mode
@@ -50,11 +50,36 @@ class ContextOptions:
     indent_unit: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class _RowContext:
+    """What was read for the cursor's row. It holds while only that row's text changes
+    (and nothing else in the workspace), so typing along a row reads the rest once; the
+    line itself is looked at on every keystroke."""
+
+    key: tuple[object, ...]
+    surroundings: Surroundings
+    indent_unit: str
+    scopes: tuple[src.Snippet, ...]
+    imports: tuple[src.Snippet, ...]
+    definitions: tuple[src.Snippet, ...]
+    """Signatures of the names used above the cursor's line, nearest first."""
+    recent: tuple[src.Snippet, ...]
+    related: str
+    """The related code rendered, for keystrokes whose line names nothing new."""
+    sources: tuple[str, ...]
+
+
 def build_context(
     workspace: Workspace, document: Document, row: int, column: int, options: ContextOptions
 ) -> BuiltContext | None:
     """None when nothing should be suggested here."""
-    syntax = workspace.tree(document.uri)
+    uri = document.uri
+    syntax = workspace.tree(uri)
+    stamps = (document.stamp_except(row), workspace.stamp_except(uri))
+    key = None if None in stamps else (row, *stamps, options)
+    known = workspace.row_contexts.get(uri)
+    if not isinstance(known, _RowContext) or key is None or known.key != key:
+        known = None
     budget = options.budget
     prefix_tokens = budget.tokens - budget.suffix_tokens - budget.related_tokens
     aligners: dict[str, Callable[[int], int]] = {}
@@ -70,10 +95,13 @@ def build_context(
         column,
         prefix_chars=budget.chars(prefix_tokens),
         suffix_chars=budget.chars(budget.suffix_tokens),
-        previous_top=workspace.window_tops.get(document.uri),
+        previous_top=workspace.window_tops.get(uri),
+        surroundings=known.surroundings if known is not None else None,
         **aligners,
     )
-    workspace.window_tops[document.uri] = window.rows.start
+    if known is not None and window.surroundings is not known.surroundings:
+        known = None
+    workspace.window_tops[uri] = window.rows.start
     cursor_offset = document.offset_at(row, column, PositionEncoding.UTF32)
     cursor_byte = document.byte_offset_at(cursor_offset)
     region = outline.cursor_region(syntax, cursor_byte) if syntax is not None else "code"
@@ -88,7 +116,11 @@ def build_context(
     )
     if mode is Mode.NONE:
         return None
-    snippets = _related(workspace, document, syntax, cursor_byte, window, options)
+    if known is None:
+        known = _read_row(workspace, document, syntax, cursor_byte, window, options, key)
+        if known.key:
+            workspace.row_contexts[uri] = known
+    related, sources = _with_line_definitions(known, workspace, document, window, options)
     cursor = CursorContext(
         line_prefix=window.line_prefix,
         line_suffix=window.line_suffix,
@@ -96,18 +128,13 @@ def build_context(
         multiline=mode is Mode.BLOCK,
         max_lines=options.max_lines,
         language=document.language_id,
-        indent_unit=options.indent_unit or _indent_unit(workspace, document.uri, window),
+        indent_unit=options.indent_unit or known.indent_unit,
         new_errors=(
             partial(boundaries.added_errors, syntax, cursor_byte) if syntax is not None else None
         ),
         parses_at_cursor=syntax is None or boundaries.parses_near(syntax, cursor_byte),
     )
-    return BuiltContext(
-        window=window,
-        related=_render(snippets, document.language_id),
-        cursor=cursor,
-        sources=tuple(dict.fromkeys(snippet.source for snippet in snippets)),
-    )
+    return BuiltContext(window=window, related=related, cursor=cursor, sources=sources)
 
 
 INDENT_SAMPLE_CHARS = 2000
@@ -125,60 +152,143 @@ def _indent_unit(workspace: Workspace, uri: str, window: CursorWindow) -> str:
     )
 
 
-def _related(
+def _read_row(
     workspace: Workspace,
     document: Document,
     syntax: SyntaxTree | None,
     cursor_byte: int,
     window: CursorWindow,
     options: ContextOptions,
-) -> list[src.Snippet]:
-    """Run the enabled sources by priority until the budget or the deadline runs out."""
+    key: tuple[object, ...] | None,
+) -> _RowContext:
+    """Run the enabled sources by priority until the deadline runs out; a row whose
+    sources were cut short is not remembered (its key is empty)."""
     deadline = time.perf_counter() + RELATED_DEADLINE
-    text = window.prefix + window.suffix
     origin = src.filename_of(document.uri)
     outlines = workspace.outlines
-    proposals: list[Callable[[], list[src.Snippet]]] = []
-    if syntax is not None and "scopes" in options.sources:
+    enabled = options.sources
+    found: dict[str, tuple[src.Snippet, ...]] = {}
+    proposals: list[tuple[str, Callable[[], list[src.Snippet]]]] = []
+    if syntax is not None and "scopes" in enabled:
         proposals.append(
-            lambda: src.scope_headers(
-                outline.enclosing_scopes(syntax, cursor_byte), window.prefix, origin
+            (
+                "scopes",
+                lambda: src.scope_headers(
+                    outline.enclosing_scopes(syntax, cursor_byte), window.prefix, origin
+                ),
             )
         )
-    if "imports" in options.sources:
-        proposals.append(lambda: src.file_imports(outlines.get(document.uri), window.rows, origin))
-    if options.sources & {"definitions", "open_files"}:
-        names = src.identifiers_near(window.prefix, window.line_suffix)
+    if "imports" in enabled:
         proposals.append(
-            lambda: [
-                snippet
-                for snippet in src.definitions_of(
-                    names, outlines, document.uri, text, src.filename_of
-                )
-                if snippet.source in options.sources
-            ]
+            ("imports", lambda: src.file_imports(outlines.get(document.uri), window.rows, origin))
         )
-    if "recent_edits" in options.sources:
+    if enabled & {"definitions", "open_files"}:
+        names = src.identifiers_near(window.surroundings.above, "")
         proposals.append(
-            lambda: src.recent_edits(
-                workspace.recent.places,
-                workspace.documents.get,
-                document.uri,
-                window.rows,
-                src.filename_of,
+            (
+                "definitions",
+                lambda: _definitions(names, workspace, document, window, enabled),
             )
         )
+    if "recent_edits" in enabled:
+        proposals.append(
+            (
+                "recent",
+                lambda: src.recent_edits(
+                    workspace.recent.places,
+                    workspace.documents.get,
+                    document.uri,
+                    window.rows,
+                    src.filename_of,
+                ),
+            )
+        )
+    for name, propose in proposals:
+        if time.perf_counter() > deadline:
+            key = None
+            break
+        found[name] = tuple(propose())
+    groups = [found.get(name, ()) for name in ("scopes", "imports", "definitions", "recent")]
+    related, sources = _choose(options, document.language_id, *groups)
+    return _RowContext(
+        key=key or (),
+        surroundings=window.surroundings,
+        indent_unit=_indent_unit(workspace, document.uri, window),
+        scopes=groups[0],
+        imports=groups[1],
+        definitions=groups[2],
+        recent=groups[3],
+        related=related,
+        sources=sources,
+    )
+
+
+def _definitions(
+    names: list[str],
+    workspace: Workspace,
+    document: Document,
+    window: CursorWindow,
+    enabled: frozenset[str],
+) -> list[src.Snippet]:
+    return [
+        snippet
+        for snippet in src.definitions_of(
+            names,
+            workspace.outlines,
+            document.uri,
+            window.prefix + window.suffix,
+            src.filename_of,
+        )
+        if snippet.source in enabled
+    ]
+
+
+def _with_line_definitions(
+    known: _RowContext,
+    workspace: Workspace,
+    document: Document,
+    window: CursorWindow,
+    options: ContextOptions,
+) -> tuple[str, tuple[str, ...]]:
+    """The row's related code, with the signatures of names on the cursor's line first."""
+    if not options.sources & {"definitions", "open_files"}:
+        return known.related, known.sources
+    names = src.identifiers_near(window.line_prefix, window.line_suffix)
+    fresh = [
+        snippet
+        for snippet in _definitions(names, workspace, document, window, options.sources)
+        if snippet not in known.definitions
+    ]
+    if not fresh:
+        return known.related, known.sources
+    return _choose(
+        options,
+        document.language_id,
+        known.scopes,
+        known.imports,
+        (*fresh, *known.definitions),
+        known.recent,
+    )
+
+
+def _choose(
+    options: ContextOptions, language: str, *groups: Iterable[src.Snippet]
+) -> tuple[str, tuple[str, ...]]:
+    """Snippets by priority while the budget lasts, rendered in prompt order, and the
+    sources that contributed."""
     chosen: list[src.Snippet] = []
     room = options.budget.related_tokens
-    for propose in proposals:
-        if time.perf_counter() > deadline:
-            break
-        for snippet in propose():
+    for group in groups:
+        for snippet in group:
             cost = options.budget.count(snippet.text)
             if cost <= room:
                 chosen.append(snippet)
                 room -= cost
-    return sorted(chosen, key=lambda snippet: PROMPT_ORDER.index(snippet.source))
+    chosen.sort(key=lambda snippet: PROMPT_ORDER.index(snippet.source))
+    return (
+        _render(chosen, language),
+        tuple(dict.fromkeys(snippet.source for snippet in chosen)),
+    )
 
 
 def _render(snippets: Iterable[src.Snippet], language: str) -> str:

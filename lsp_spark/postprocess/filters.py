@@ -21,6 +21,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass
+from functools import cache
 
 SPECIAL_TOKEN = re.compile(
     r"<\|(?:fim_[a-z]+|endoftext|file_sep|im_end|im_start|repo_name|eot_id|end|EOT)\|>"
@@ -196,11 +197,27 @@ def _closing(line: str, start: int, delimiter: str) -> int:
     return -1
 
 
+@cache
+def _scanner(syntax: Syntax) -> re.Pattern[str]:
+    """What `Brackets.scan` stops at, the alternatives in its order of precedence (a block
+    comment before a line comment, a long quote before its quote character): the regex
+    engine skips the plain text between them, which a loop per character did in Python."""
+    openers = [
+        *((syntax.block_comment[0],) if syntax.block_comment else ()),
+        *syntax.line_comments,
+        *syntax.long_quotes,
+        *syntax.quotes,
+        *(("'",) if syntax.char_literals else ()),
+    ]
+    return re.compile("".join(re.escape(opener) + "|" for opener in openers) + r"[()\[\]{},;]")
+
+
 class Brackets:
     """Bracket depth outside strings and comments, fed one line at a time."""
 
     def __init__(self, language: str) -> None:
         self.syntax = SYNTAXES.get(language.lower(), Syntax())
+        self._scanner = _scanner(self.syntax)
         self.depth = 0
         self.open_until: str | None = None
         """The delimiter ending a comment or string that runs past the line."""
@@ -215,37 +232,35 @@ class Brackets:
             if at < 0:
                 return
             self.open_until = None
-        while at < len(line):
-            char = line[at]
-            if syntax.block_comment and line.startswith(syntax.block_comment[0], at):
+        search = self._scanner.search
+        while (found := search(line, at)) is not None:
+            at = found.start()
+            token = found.group()
+            if syntax.block_comment and token == syntax.block_comment[0]:
                 end = line.find(syntax.block_comment[1], at + 2)
                 if end < 0:
                     self.open_until = syntax.block_comment[1]
                     return
                 at = end + len(syntax.block_comment[1])
-                continue
-            if any(line.startswith(marker, at) for marker in syntax.line_comments):
+            elif token in syntax.line_comments:
                 return
-            long_quote = next((q for q in syntax.long_quotes if line.startswith(q, at)), None)
-            if long_quote is not None:
-                at = _closing(line, at + len(long_quote), long_quote)
+            elif token in syntax.long_quotes:
+                at = _closing(line, at + len(token), token)
                 if at < 0:
-                    self.open_until = long_quote
+                    self.open_until = token
                     return
-                continue
-            if char in syntax.quotes:
-                at = _closing(line, at + 1, char)
+            elif token in syntax.quotes:
+                at = _closing(line, at + 1, token)
                 if at < 0:
                     return
-                continue
-            if char == "'" and syntax.char_literals:
+            elif token == "'":
                 literal = CHAR_LITERAL.match(line, at)
                 at = literal.end() if literal else at + 1
-                continue
-            if at >= start and char in "()[]{},;":
-                self.depth += (char in OPEN_BRACKETS) - (char in CLOSE_BRACKETS)
-                yield at, char
-            at += 1
+            else:
+                if at >= start:
+                    self.depth += (token in OPEN_BRACKETS) - (token in CLOSE_BRACKETS)
+                    yield at, token
+                at += 1
 
 
 def _depth_of(text: str, context: CursorContext) -> int:
