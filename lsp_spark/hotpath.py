@@ -12,6 +12,7 @@ on what is valid.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeGuard
@@ -93,7 +94,7 @@ class HotPath:
 
     def __init__(self, server: SparkServer) -> None:
         self._server = server
-        self._running: dict[Any, asyncio.Task[dict[str, Any]]] = {}
+        self._running: dict[Any, asyncio.Task[None]] = {}
         self._requests: dict[str, Callable[[Any], JsonAnswer | None]] = {
             types.TEXT_DOCUMENT_INLINE_COMPLETION: self._ghost_text,
             types.TEXT_DOCUMENT_COMPLETION: self._completion,
@@ -146,30 +147,39 @@ class HotPath:
         return None if parsed is None else self._server.completion_list(*parsed)
 
     def _start(self, msg_id: Any, answer: Coroutine[Any, Any, dict[str, Any]]) -> None:
-        task = asyncio.get_running_loop().create_task(answer)
-        self._running[msg_id] = task
-        task.add_done_callback(lambda done: self._finish(msg_id, done))
+        self._running[msg_id] = asyncio.get_running_loop().create_task(self._answer(msg_id, answer))
 
-    def _finish(self, msg_id: Any, task: asyncio.Task[dict[str, Any]]) -> None:
-        self._running.pop(msg_id, None)
-        if task.cancelled():
+    async def _answer(self, msg_id: Any, answer: Coroutine[Any, Any, dict[str, Any]]) -> None:
+        """Await the answer and send it from this task, the moment it is ready."""
+        try:
+            result = await answer
+        except asyncio.CancelledError:
             error = {
                 "code": JsonRpcRequestCancelled.CODE,
                 "message": f"Request {msg_id!r} was cancelled",
             }
             self._send(msg_id, "error", error)
-        elif (failure := task.exception()) is not None:
+            raise
+        except Exception as failure:
             log.error("answering request %r failed", msg_id, exc_info=failure)
             message = f"{type(failure).__name__}: {failure}"
             self._send(msg_id, "error", {"code": JsonRpcInternalError.CODE, "message": message})
         else:
-            self._send(msg_id, "result", task.result())
+            self._send(msg_id, "result", result)
+        finally:
+            self._running.pop(msg_id, None)
 
     def _respond(self, msg_id: Any, result: dict[str, Any]) -> None:
         self._send(msg_id, "result", result)
 
     def _send(self, msg_id: Any, key: str, value: dict[str, Any]) -> None:
-        self._server.protocol._send_data({"jsonrpc": "2.0", "id": msg_id, key: value})
+        """Framed and written here: pygls' sender also formats a log line and inspects the
+        writer's result on every message. (ASCII JSON: its length in bytes is its length.)"""
+        writer = self._server.protocol.writer
+        if writer is None:
+            return
+        body = json.dumps({"jsonrpc": "2.0", "id": msg_id, key: value}, separators=(",", ":"))
+        writer.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body.encode()))
 
     def _cancel(self, params: Any) -> bool:
         """`$/cancelRequest` for one of ours: cancelling the task closes its upstream stream."""

@@ -20,7 +20,7 @@ from lsp_spark.documents import Document
 from lsp_spark.postprocess import SuggestionStream
 from lsp_spark.privacy.exclusion import Exclusions
 from lsp_spark.privacy.redaction import contains_placeholder, redact_request
-from lsp_spark.scheduler import LatestOnly, cancel_once, outcome
+from lsp_spark.scheduler import LatestOnly, cancel_once
 from lsp_spark.scheduler.cache import LineState, SuggestionCache
 from lsp_spark.scheduler.debounce import AdaptiveDebounce
 from lsp_spark.settings import Settings
@@ -273,20 +273,33 @@ class CompletionEngine:
 
     def submit(self, document: Document, row: int, column: int) -> asyncio.Task[Suggestion | None]:
         """Start a request; it supersedes any earlier one still running for this document."""
-        self.stats.requests += 1
-        state = line_state(document, row, column)
-        pending = self._prefetches.get(document.uri)
-        if pending is not None and not pending.answers(state):
-            self._cancel_prefetch(document.uri)
-        inflight = Inflight(state)
+        inflight = self._inflight_for(document, row, column)
         task = self.jobs.submit(
             document.uri,
             self._suggest(document, row, column, inflight),
             supersede=self.settings.supersede,
         )
         inflight.task = task
-        self._inflight[document.uri] = inflight
         return task
+
+    async def _ask(self, document: Document, row: int, column: int) -> Suggestion | None:
+        """`submit`, run in the calling task: None once superseded."""
+        inflight = self._inflight_for(document, row, column)
+        inflight.task = asyncio.current_task()
+        return await self.jobs.run_here(
+            document.uri,
+            self._suggest(document, row, column, inflight),
+            supersede=self.settings.supersede,
+        )
+
+    def _inflight_for(self, document: Document, row: int, column: int) -> Inflight:
+        self.stats.requests += 1
+        state = line_state(document, row, column)
+        pending = self._prefetches.get(document.uri)
+        if pending is not None and not pending.answers(state):
+            self._cancel_prefetch(document.uri)
+        inflight = self._inflight[document.uri] = Inflight(state)
+        return inflight
 
     async def suggest(self, document: Document, row: int, column: int) -> Suggestion | None:
         """From memory if possible, else `fetch`."""
@@ -309,7 +322,7 @@ class CompletionEngine:
             remembered = self._recall(state)
             if remembered is not None:
                 return remembered
-        return await outcome(self.submit(document, row, column))
+        return await self._ask(document, row, column)
 
     def _answering_soon(self, state: LineState) -> asyncio.Task[Any] | None:
         """A task already running whose answer will cover `state`: the prefetch for the

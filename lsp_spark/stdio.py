@@ -28,14 +28,14 @@ from pygls.exceptions import (
     JsonRpcInvalidRequest,
     JsonRpcParseError,
 )
-from pygls.io_ import StdinAsyncReader, StdoutWriter
+from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import JsonRPCProtocol
 
 log = logging.getLogger(__name__)
 
 READ_LIMIT = 64 * 1024 * 1024
-"""Longest line asyncio's reader accepts; bodies are read by length, not by line."""
+"""Longest header line kept while waiting for its end; bodies are read by length."""
 MAX_BODY = 256 * 1024 * 1024
 CONTENT_LENGTH = re.compile(rb"Content-Length:[ \t]*(\d+)", re.IGNORECASE)
 CANCEL_REQUEST = "$/cancelRequest"
@@ -60,79 +60,142 @@ def serve_stdio(server: LanguageServer, shortcut: Shortcut | None = None) -> Non
 
 
 async def _serve(server: LanguageServer, stdin: BinaryIO, shortcut: Shortcut | None) -> None:
-    reader: asyncio.StreamReader | StdinAsyncReader
-    if _watchable(stdin):
-        pipe = reader = asyncio.StreamReader(limit=READ_LIMIT)
-        loop = asyncio.get_running_loop()
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(pipe), stdin)
-    else:
-        reader = StdinAsyncReader(stdin, server.thread_pool)
     stop = server._stop_event
     assert stop is not None
-    try:
-        await read_messages(reader, server.protocol, stop, shortcut)
-    except asyncio.IncompleteReadError:
-        log.error("the client closed the connection in the middle of a message")
+    loop = asyncio.get_running_loop()
+    framer = Framer(server.protocol, stop, shortcut)
+    if _watchable(stdin):
+        transport, _ = await loop.connect_read_pipe(lambda: framer, stdin)
+        try:
+            await framer.finished
+        finally:
+            transport.close()
+        return
+    # A regular file cannot be watched by the event loop: read it on a thread instead.
+    while not framer.finished.done():
+        data = await loop.run_in_executor(server.thread_pool, os.read, stdin.fileno(), CHUNK)
+        if not data:
+            framer.eof_received()
+            break
+        framer.data_received(data)
+    await framer.finished
 
 
-async def read_messages(
-    reader: asyncio.StreamReader | StdinAsyncReader,
-    protocol: JsonRPCProtocol,
-    stop: threading.Event,
-    shortcut: Shortcut | None = None,
-) -> None:
-    """Frame messages by their Content-Length header; a line that is not a header (the
-    tail of a body whose length was wrong, junk) is skipped until the next header."""
-    length: int | None = None
-    while not stop.is_set():
-        line = await reader.readline()
-        if not line:
-            return
-        if length is None:
+CHUNK = 64 * 1024
+
+
+class Framer(asyncio.Protocol):
+    """Frames messages by their Content-Length header as bytes arrive, and dispatches each
+    in the same callback: no reader task to wake, no line-by-line coroutine.
+
+    A line that is not a header (the tail of a body whose length was wrong, junk) is
+    skipped until the next header. After a message the shortcut did not finish on the
+    spot, the rest waits for the loop's next turn, so a handler it started runs up to its
+    first wait first: a settings change takes effect before the request behind it.
+    """
+
+    def __init__(
+        self, protocol: JsonRPCProtocol, stop: threading.Event, shortcut: Shortcut | None
+    ) -> None:
+        self._protocol = protocol
+        self._stop = stop
+        self._shortcut = shortcut
+        self._buffer = bytearray()
+        self._length: int | None = None
+        self._in_body = False
+        self._resume: asyncio.Handle | None = None
+        self.finished: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def data_received(self, data: bytes) -> None:
+        self._buffer += data
+        if self._resume is None:
+            self._drain()
+
+    def eof_received(self) -> bool:
+        if self._length is not None and self._in_body:
+            log.error("the client closed the connection in the middle of a message")
+        self._finish()
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._finish()
+
+    def _finish(self) -> None:
+        if self._resume is not None:
+            self._resume.cancel()
+            self._resume = None
+        if not self.finished.done():
+            self.finished.set_result(None)
+
+    def _drain(self) -> None:
+        self._resume = None
+        buffer = self._buffer
+        while not self.finished.done():
+            if self._stop.is_set():
+                self._finish()
+                return
+            if not self._in_body:
+                end = buffer.find(b"\n")
+                if end < 0:
+                    if len(buffer) > READ_LIMIT:
+                        log.warning("skipping %d bytes that are not a message header", len(buffer))
+                        buffer.clear()
+                    return
+                line = bytes(buffer[: end + 1])
+                del buffer[: end + 1]
+                self._header(line)
+                continue
+            length = self._length
+            assert length is not None
+            if len(buffer) < length:
+                return
+            body = bytes(buffer[:length])
+            del buffer[:length]
+            self._length, self._in_body = None, False
+            if not dispatch(self._protocol, body, self._shortcut) and buffer:
+                self._resume = asyncio.get_running_loop().call_soon(self._drain)
+                return
+
+    def _header(self, line: bytes) -> None:
+        if self._length is None:
             found = CONTENT_LENGTH.search(line)
             if found is not None and int(found.group(1)) <= MAX_BODY:
-                length = int(found.group(1))
+                self._length = int(found.group(1))
             elif line.strip():
                 log.warning("skipping %d bytes that are not a message header", len(line))
-            continue
-        if line.strip():
-            continue
-        body = await reader.readexactly(length)
-        length = None
-        dispatch(protocol, body, shortcut)
-        # Let the handler it started run up to its first wait before the next message is
-        # read: a settings change must take effect before the request behind it.
-        await asyncio.sleep(0)
+        elif not line.strip():
+            self._in_body = True
 
 
-def dispatch(protocol: JsonRPCProtocol, body: bytes, shortcut: Shortcut | None = None) -> None:
+def dispatch(protocol: JsonRPCProtocol, body: bytes, shortcut: Shortcut | None = None) -> bool:
     """Hand one message to `shortcut` or else pygls, or answer it with the JSON-RPC error it
-    deserves."""
+    deserves. True when it is settled already: nothing was left to run on the loop."""
     try:
         data = json.loads(body)
     except (ValueError, RecursionError):
         _answer_error(protocol, None, JsonRpcParseError())
-        return
+        return True
     problem, message_id = _envelope_problem(data)
     if problem is not None:
         log.warning("invalid JSON-RPC message: %s", problem)
         _answer_error(protocol, message_id, JsonRpcInvalidRequest(problem))
-        return
+        return True
     is_request = "id" in data and isinstance(data.get("method"), str)
     try:
         if shortcut is not None and shortcut(data):
-            return
+            return not is_request
         try:
             message = protocol.structure_message(data)
         except JsonRpcException as error:
             if is_request:
                 _answer_error(protocol, data["id"], error)
-            return
+            return True
         protocol.handle_message(message)
     except Exception:
         log.exception("handling %s failed", data.get("method", "a response"))
         if is_request:
             _answer_error(protocol, data["id"], JsonRpcInternalError())
+    return False
 
 
 def _envelope_problem(data: Any) -> tuple[str | None, Any]:

@@ -84,3 +84,40 @@ async def test_a_job_cancelled_by_its_caller_and_by_a_newer_job_is_cancelled_onc
     with pytest.raises(asyncio.CancelledError):
         await task
     assert interrupted_closes == 0
+
+
+async def test_a_job_run_in_its_callers_task_yields_none_once_superseded() -> None:
+    jobs = LatestOnly()
+    closed: list[str] = []
+
+    async def job(name: str) -> str:
+        try:
+            await asyncio.sleep(10)
+        finally:
+            closed.append(name)
+        return name
+
+    first = asyncio.ensure_future(jobs.run_here("doc", job("first")))
+    await asyncio.sleep(0)
+    second = asyncio.ensure_future(jobs.run_here("doc", asyncio.sleep(0, result="second")))
+    assert await first is None
+    assert not first.cancelled()
+    assert await second == "second"
+    assert closed == ["first"]
+    assert len(jobs) == 0
+
+
+async def test_a_job_run_in_its_callers_task_is_cancelled_with_its_caller() -> None:
+    jobs = LatestOnly()
+    started = asyncio.Event()
+
+    async def job() -> None:
+        started.set()
+        await asyncio.sleep(10)
+
+    caller = asyncio.ensure_future(jobs.run_here("doc", job()))
+    await started.wait()
+    caller.cancel()
+    await asyncio.gather(caller, return_exceptions=True)
+    assert caller.cancelled(), "the caller's own cancellation is not mistaken for supersession"
+    assert len(jobs) == 0

@@ -98,12 +98,16 @@ class _Connection(asyncio.Protocol):
         self.failure: str | None = None
         self.waiter: asyncio.Future[None] | None = None
         self.idle_since = loop.time()
+        self.active_at = self.idle_since
+        """When data last arrived or a wait began: a wait times out `timeout` after it."""
+        self._timer: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)
 
     def data_received(self, data: bytes) -> None:
         self.received_any = True
+        self.active_at = self.loop.time()
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserError:
@@ -163,16 +167,36 @@ class _Connection(asyncio.Protocol):
         return data
 
     async def progress(self, timeout: float) -> None:
-        """Wait until something arrives (or the connection ends)."""
+        """Wait until something arrives (or the connection ends); TimeoutError when nothing
+        has for `timeout` seconds. One timer serves every wait of an exchange, re-armed only
+        when it fires: a timeout scope per wait cost more than the read it guarded."""
+        self.active_at = self.loop.time()
+        if self._timer is None:
+            self._timer = self.loop.call_at(self.active_at + timeout, self._expire, timeout)
         self.waiter = self.loop.create_future()
         try:
-            async with asyncio.timeout(timeout):
-                await self.waiter
+            await self.waiter
         finally:
             self.waiter = None
 
+    def _expire(self, timeout: float) -> None:
+        due = self.active_at + timeout
+        if self.loop.time() < due or self.waiter is None or self.waiter.done():
+            self._timer = self.loop.call_at(
+                max(due, self.loop.time() + timeout / 8), self._expire, timeout
+            )
+            return
+        self._timer = None
+        self.waiter.set_exception(TimeoutError())
+
+    def stop_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
     def close(self) -> None:
         self.closed = True
+        self.stop_timer()
         if self.transport is not None:
             self.transport.close()
 
@@ -250,16 +274,12 @@ class EventStreamClient:
                 if chunk and not done:
                     lines = (pending + chunk).split(b"\n")
                     pending = lines.pop()
-                    for line in lines:
-                        if not line.startswith(b"data:"):
-                            continue
-                        data = line[5:].strip()
-                        if data == b"[DONE]":
-                            done = True
-                            break
-                        payload = self._parse(data)
-                        if payload is not None:
-                            yield payload
+                    data = [line[5:].strip() for line in lines if line.startswith(b"data:")]
+                    if b"[DONE]" in data:
+                        done = True
+                        del data[data.index(b"[DONE]") :]
+                    for payload in self._payloads(data):
+                        yield payload
                 if connection.complete:
                     break
                 await self._progress(connection)
@@ -268,6 +288,17 @@ class EventStreamClient:
             self._release(connection, reusable)
             if not reusable and connection.status == 200 and connection.failure is None:
                 self._open_spare()
+
+    def _payloads(self, data: list[bytes]) -> list[dict[str, Any]]:
+        """The events' JSON payloads: what arrived together is parsed in one call."""
+        if len(data) > 1:
+            try:
+                batch = json.loads(b"[" + b",".join(data) + b"]")
+            except json.JSONDecodeError:
+                pass
+            else:
+                return [self._checked(payload) for payload in batch if isinstance(payload, dict)]
+        return [payload for item in data if (payload := self._parse(item)) is not None]
 
     async def _exchange(self, request: bytes) -> _Connection:
         """Send `request` and wait for the response's head. A reused connection the server
@@ -372,6 +403,7 @@ class EventStreamClient:
     def _release(self, connection: _Connection, reusable: bool) -> None:
         """Back to the pool, or closed (which stops a stream still running)."""
         if reusable and connection.usable:
+            connection.stop_timer()
             connection.idle_since = connection.loop.time()
             self._idle.append(connection)
         else:
@@ -397,8 +429,9 @@ class EventStreamClient:
             raise BackendError(
                 FailureKind.BAD_RESPONSE, f"{self._service} sent a malformed event."
             ) from None
-        if not isinstance(payload, dict):
-            return None
+        return self._checked(payload) if isinstance(payload, dict) else None
+
+    def _checked(self, payload: dict[str, Any]) -> dict[str, Any]:
         if error := payload.get("error"):
             message = error.get("message") if isinstance(error, dict) else str(error)
             raise BackendError(FailureKind.UNAVAILABLE, f"{self._service} stream error: {message}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import weakref
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
@@ -27,6 +28,8 @@ class LatestOnly:
     def __init__(self) -> None:
         self._jobs: dict[str, asyncio.Task[Any]] = {}
         self._running: set[asyncio.Task[Any]] = set()
+        self._stopped: weakref.WeakSet[asyncio.Task[Any]] = weakref.WeakSet()
+        """Tasks cancelled here (superseded, or no longer wanted), not by their caller."""
 
     def submit(
         self, key: str, job: Coroutine[Any, Any, T], *, supersede: bool = True
@@ -40,6 +43,28 @@ class LatestOnly:
         task.add_done_callback(lambda done: self._forget(key, done))
         return task
 
+    async def run_here(
+        self, key: str, job: Coroutine[Any, Any, T], *, supersede: bool = True
+    ) -> T | None:
+        """Run `job` in the calling task, which becomes the newest job for `key`: no task of
+        its own, and no hop between tasks when it ends. Superseded, it yields None; a
+        cancellation of the caller itself propagates."""
+        task = asyncio.current_task()
+        assert task is not None
+        if supersede:
+            self.cancel(key)
+        self._jobs[key] = task
+        self._running.add(task)
+        try:
+            return await job
+        except asyncio.CancelledError:
+            if task in self._stopped and task.cancelling() == 1:
+                task.uncancel()
+                return None
+            raise
+        finally:
+            self._forget(key, task)
+
     def _forget(self, key: str, task: asyncio.Task[Any]) -> None:
         self._running.discard(task)
         if self._jobs.get(key) is task:
@@ -48,12 +73,17 @@ class LatestOnly:
     def cancel(self, key: str) -> None:
         task = self._jobs.pop(key, None)
         if task is not None:
-            cancel_once(task)
+            self._stop(task)
 
     def cancel_all(self) -> None:
         self._jobs.clear()
         for task in list(self._running):
-            cancel_once(task)
+            self._stop(task)
+
+    def _stop(self, task: asyncio.Task[Any]) -> None:
+        if not task.done() and not task.cancelling():
+            self._stopped.add(task)
+            task.cancel()
 
     def __len__(self) -> int:
         return len(self._jobs)
