@@ -83,6 +83,7 @@ class Workspace:
         """Per document, what the context builder read for its cursor's row (see
         `build_context`)."""
         self._refreshes: dict[str, asyncio.TimerHandle] = {}
+        self._outline_due: dict[str, float] = {}
         self._generation = 0
         self._editing: str | None = None
 
@@ -156,6 +157,7 @@ class Workspace:
         self.outlines.pop(uri, None)
         self.window_tops.pop(uri, None)
         self.row_contexts.pop(uri, None)
+        self._outline_due.pop(uri, None)
         self._changed_everywhere()
         if (handle := self._refreshes.pop(uri, None)) is not None:
             handle.cancel()
@@ -164,19 +166,30 @@ class Workspace:
         return self.syntax.get(uri)
 
     def _schedule_outline(self, uri: str, delay: float = OUTLINE_REFRESH_DELAY) -> None:
-        """Refresh the outline after typing pauses; outside an event loop, only on request."""
+        """Refresh the outline after typing pauses; outside an event loop, only on request.
+        A keystroke only moves the due time: the timer, when it fires early, re-arms."""
         if self.exclusions.excludes(uri):
             return
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             return
-        if (handle := self._refreshes.pop(uri, None)) is not None:
-            handle.cancel()
-        self._refreshes[uri] = loop.call_later(delay, self.refresh_outline, uri)
+        due = self._outline_due[uri] = loop.time() + delay
+        if uri not in self._refreshes:
+            self._refreshes[uri] = loop.call_at(due, self._outline_timer, uri)
+
+    def _outline_timer(self, uri: str) -> None:
+        loop = asyncio.get_running_loop()
+        due = self._outline_due.get(uri, 0.0)
+        if loop.time() < due:
+            self._refreshes[uri] = loop.call_at(due, self._outline_timer, uri)
+        else:
+            self.refresh_outline(uri)
 
     def refresh_outline(self, uri: str) -> None:
-        self._refreshes.pop(uri, None)
+        if (handle := self._refreshes.pop(uri, None)) is not None:
+            handle.cancel()
+        self._outline_due.pop(uri, None)
         syntax = self.syntax.get(uri)
         if syntax is None or self.exclusions.excludes(uri):
             return

@@ -30,6 +30,7 @@ from lsp_spark.privacy import (
     redact_request,
 )
 from lsp_spark.privacy.exclusion import CACHE_SIZE, glob_regex
+from lsp_spark.privacy.redaction import _tokens, _tokens_around
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "privacy"
 ALNUM = string.ascii_letters + string.digits
@@ -768,3 +769,26 @@ def test_answers_stay_right_past_the_cache_size() -> None:
         assert exclusions.excludes(f"file:///w/{index}/.env")
         assert not exclusions.excludes(f"file:///w/{index}/main.py")
     assert exclusions.excludes("file:///w/0/.env")
+
+
+GITHUB_TOKEN = "ghp_" + "a1B2c3D4" * 5
+TOKEN_PIECES = [GITHUB_TOKEN, "AKIAABCDEFGHIJKLMNOP", "sk-" + "x9Y8z7" * 5, *"-_\n x"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(TOKEN_PIECES), max_size=12), st.integers(min_value=0))
+def test_tokens_found_around_the_cursor_line_are_those_of_the_whole_text(
+    pieces: list[str], cut: int
+) -> None:
+    text = "".join(pieces)
+    cut = cut % (len(text) + 1)
+    assert sorted(_tokens_around(text, cut)) == sorted(_tokens(text))
+
+
+def test_tokens_on_the_lines_around_the_cursor_are_redacted_keystroke_after_keystroke() -> None:
+    above = f"key = '{GITHUB_TOKEN}'\nx = 1\n"
+    below = f"\nother = '{GITHUB_TOKEN}'\n"
+    for typed in ("va", "val", "valu"):
+        prefix, suffix = redact_parts(above + typed, ")" + below).parts
+        assert GITHUB_TOKEN not in prefix + suffix
+        assert prefix.endswith(typed) and suffix.startswith(")\nother = '<redacted:")

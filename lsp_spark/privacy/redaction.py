@@ -99,7 +99,7 @@ def redact_parts(*parts: str) -> RedactedParts:
     for _ in range(MAX_PASSES):
         changed = False
         for stage in _STAGES:
-            spans = stage(text)
+            spans = _tokens_around(text, cuts[0]) if stage is _tokens and cuts else stage(text)
             if spans:
                 text, cuts = _splice(text, spans, cuts, counts)
                 changed = True
@@ -399,6 +399,25 @@ def _tokens(text: str) -> list[Span]:
                 covered = match.end()
                 break
     return spans
+
+
+def _tokens_around(text: str, cut: int) -> list[Span]:
+    """`_tokens` of the whole text, with the lines before and after the cut's line taken
+    from a small memo: typing changes only that line, and no token rule matches across a
+    newline or looks past one, so the three pieces can be scanned apart."""
+    start = text.rfind("\n", 0, cut) + 1
+    end = text.find("\n", cut)
+    if end < 0:
+        end = len(text)
+    spans = list(_tokens_memo(text[:start]))
+    spans += [(first + start, last + start, kind) for first, last, kind in _tokens(text[start:end])]
+    spans += [(first + end, last + end, kind) for first, last, kind in _tokens_memo(text[end:])]
+    return spans
+
+
+@lru_cache(maxsize=8)
+def _tokens_memo(text: str) -> tuple[Span, ...]:
+    return tuple(_tokens(text))
 
 
 # --- Passwords in URLs and Authorization headers ------------------------------------
