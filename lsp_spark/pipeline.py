@@ -165,6 +165,7 @@ class CompletionEngine:
         """Per document, the upstream request running now and the state it was asked for."""
         self._tickets: dict[str, int] = {}
         self._idle_timer: asyncio.TimerHandle | None = None
+        self._last_upstream = 0.0
         self._paused_until = 0.0
         self._unavailable_streak = 0
         self._background: set[asyncio.Task[Any]] = set()
@@ -282,9 +283,12 @@ class CompletionEngine:
         inflight.task = task
         return task
 
-    async def _ask(self, document: Document, row: int, column: int) -> Suggestion | None:
-        """`submit`, run in the calling task: None once superseded."""
-        inflight = self._inflight_for(document, row, column)
+    async def _ask(
+        self, document: Document, row: int, column: int, state: LineState | None
+    ) -> Suggestion | None:
+        """`submit`, run in the calling task: None once superseded. (`state`: the cursor's,
+        when the caller has it already.)"""
+        inflight = self._inflight_for(document, row, column, state)
         inflight.task = asyncio.current_task()
         return await self.jobs.run_here(
             document.uri,
@@ -292,9 +296,11 @@ class CompletionEngine:
             supersede=self.settings.supersede,
         )
 
-    def _inflight_for(self, document: Document, row: int, column: int) -> Inflight:
+    def _inflight_for(
+        self, document: Document, row: int, column: int, state: LineState | None = None
+    ) -> Inflight:
         self.stats.requests += 1
-        state = line_state(document, row, column)
+        state = state or line_state(document, row, column)
         pending = self._prefetches.get(document.uri)
         if pending is not None and not pending.answers(state):
             self._cancel_prefetch(document.uri)
@@ -322,7 +328,7 @@ class CompletionEngine:
             remembered = self._recall(state)
             if remembered is not None:
                 return remembered
-        return await self._ask(document, row, column)
+        return await self._ask(document, row, column, None if ahead else state)
 
     def _answering_soon(self, state: LineState) -> asyncio.Task[Any] | None:
         """A task already running whose answer will cover `state`: the prefetch for the
@@ -412,12 +418,28 @@ class CompletionEngine:
         text, replace_chars = result
         if contains_placeholder(text):
             text, replace_chars = "", 0
-        if settings.cache:
-            self.cache.remember(state, text, replace_chars)
         suggestion = self._deliver(text, replace_chars, backend, started)
-        if suggestion is not None and settings.cache and settings.prefetch:
-            self._plan_prefetch(backend, state, built, request, suggestion)
+        if settings.cache:
+            # Once the answer is on its way (it is sent in this same step of the task): still
+            # before any later keystroke, or a keystroke riding on this request, is read.
+            asyncio.get_running_loop().call_soon(
+                self._remember, backend, state, text, replace_chars, built, request, suggestion
+            )
         return suggestion
+
+    def _remember(
+        self,
+        backend: Backend,
+        state: LineState,
+        text: str,
+        replace_chars: int,
+        built: BuiltContext,
+        request: CompletionRequest,
+        suggestion: Suggestion | None,
+    ) -> None:
+        self.cache.remember(state, text, replace_chars)
+        if suggestion is not None and self.settings.prefetch and backend is self._backend:
+            self._plan_prefetch(backend, state, built, request, suggestion)
 
     def _plan_prefetch(
         self,
@@ -544,7 +566,7 @@ class CompletionEngine:
             raise
         finally:
             self.stats.tokens_received += tokens
-            self._keep_warm(backend)
+            self._keep_warm()
         self._succeeded()
         done = time.perf_counter()
         first = first or done
@@ -569,12 +591,23 @@ class CompletionEngine:
             )
         return result
 
-    def _keep_warm(self, backend: Backend) -> None:
-        if self._idle_timer is not None:
-            self._idle_timer.cancel()
-        self._idle_timer = asyncio.get_running_loop().call_later(
-            IDLE_REWARM, lambda: self.in_background(backend.warm())
-        )
+    def _keep_warm(self) -> None:
+        """Re-warm once the connection has idled for IDLE_REWARM: a request only notes the
+        time, and the one timer re-arms itself while requests keep coming."""
+        loop = asyncio.get_running_loop()
+        self._last_upstream = loop.time()
+        if self._idle_timer is None:
+            self._idle_timer = loop.call_at(self._last_upstream + IDLE_REWARM, self._idle_check)
+
+    def _idle_check(self) -> None:
+        loop = asyncio.get_running_loop()
+        due = self._last_upstream + IDLE_REWARM
+        if loop.time() < due:
+            self._idle_timer = loop.call_at(due, self._idle_check)
+            return
+        self._idle_timer = None
+        if self._backend is not None:
+            self.in_background(self._backend.warm())
 
     def _deliver(
         self, text: str, replace_chars: int, backend: Backend, started: float, cached: bool = False

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import gc
 import logging
 from collections.abc import Callable, Coroutine
 from pathlib import Path
@@ -325,6 +326,10 @@ def initialize(ls: SparkServer, params: types.InitializeParams) -> None:
 @server.feature(types.INITIALIZED)
 async def initialized(ls: SparkServer, _: types.InitializedParams) -> None:
     await ls.apply_settings()
+    # What exists by now (modules, grammars, the backend's client) lives as long as the
+    # process: frozen, the collector never walks it again. A full collection over it took
+    # about 40 ms, landing on whichever keystroke triggered it.
+    gc.freeze()
 
 
 @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)

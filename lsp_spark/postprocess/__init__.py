@@ -23,6 +23,9 @@ __all__ = ["CursorContext", "SuggestionStream"]
 
 TOKEN_WINDOW = 64
 """How far before the newest delta a special token split across deltas may start."""
+LOOP_CHECK_CHARS = 12
+"""Characters between looks for a looping line: the shortest loop spans 8, and the look
+(two regexes) cost more than the rest of a delta's handling."""
 
 
 def code_body(raw: str) -> tuple[int, bool] | None:
@@ -99,6 +102,7 @@ class SuggestionStream:
         self._code_start: int | None = None
         self._next_line = 0
         self._capped = "cut_repetition" not in self.skip
+        self._loop_check_at = 0
         self._judge = LineJudge(context, self.skip)
 
     def feed(self, delta: str) -> bool:
@@ -109,8 +113,10 @@ class SuggestionStream:
             self.raw, max(0, newest - TOKEN_WINDOW)
         ):
             return True
-        if self._capped and looping_at(self.raw[max(self._next_line, len(self.raw) - 96) :]):
-            return True
+        if self._capped and len(self.raw) >= self._loop_check_at:
+            self._loop_check_at = len(self.raw) + LOOP_CHECK_CHARS
+            if looping_at(self.raw[max(self._next_line, len(self.raw) - 96) :]):
+                return True
         start = self._code_start if self._code_start is not None else self._find_code()
         if start is None:
             # One endless first line: the cap applies whatever the line turns out to be.
