@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from lsp_spark.context.budget import Budget
 from lsp_spark.context.builder import BuiltContext, ContextOptions, build_context
 from lsp_spark.documents import PositionEncoding
+from lsp_spark.syntax.outline import cursor_region, stays_code
 from lsp_spark.workspace import Workspace
 
 URI = "file:///project/app.py"
@@ -94,3 +97,40 @@ def test_an_edit_in_another_document_refreshes_related_code() -> None:
     after = built(workspace, ROW, 4)
     assert "renamed_value = 2" in after.related
     assert "other_value" not in after.related
+
+
+# The cursor's region without the tree: whenever the shortcut says "code", the tree agrees.
+REGION_CASES = [
+    ("python", 'def f():\n    """Doc\n    more\n    """\n    x = 1\n', 'y = g("a") # c'),
+    ("python", 's = """\n', "inside the string"),
+    ("javascript", "const t = `\nline\n`;\n/* a\n b */\n", "let v = w / 2 // c"),
+    ("typescript", "/*\n * block\n", "still a comment"),
+    ("c", "#include <stdio.h>\n/* c\n */\nint x;\n", 'int y = 2; // "q"'),
+    ("rust", 'fn f() {\n    let s = r#"\n', "raw string body"),
+    ("go", "var s = `\n", "raw"),
+    ("shellscript", "cat <<EOF\nhere\nEOF\n", "echo $HOME # c"),
+]
+
+
+@pytest.mark.parametrize(("language", "above", "typed"), REGION_CASES)
+def test_the_cursor_is_called_code_without_the_tree_only_when_the_tree_agrees(
+    language: str, above: str, typed: str
+) -> None:
+    workspace = Workspace()
+    uri = f"file:///project/case.{language}"
+    workspace.open(uri, language, 1, above)
+    document = workspace.documents.get(uri)
+    syntax = workspace.tree(uri)
+    assert document is not None and syntax is not None
+    row = document.line_count - 1
+    line_start = document.byte_offset_at(document.offset_at(row, 0, PositionEncoding.UTF32))
+    starts_in_code = cursor_region(syntax, line_start) == "code"
+    for column, char in enumerate(typed, start=1):
+        point = (row, column - 1)
+        workspace.change(uri, column + 1, [(point, point, char)], PositionEncoding.UTF16)
+        line_prefix = typed[:column]
+        if stays_code(language, starts_in_code, line_prefix):
+            cursor_byte = document.byte_offset_at(
+                document.offset_at(row, column, PositionEncoding.UTF32)
+            )
+            assert cursor_region(syntax, cursor_byte) == "code", (language, line_prefix)

@@ -59,6 +59,8 @@ class _RowContext:
     key: tuple[object, ...]
     surroundings: Surroundings
     indent_unit: str
+    starts_in_code: bool
+    """The row's first character is code (not inside a string or comment that began above)."""
     scopes: tuple[src.Snippet, ...]
     imports: tuple[src.Snippet, ...]
     definitions: tuple[src.Snippet, ...]
@@ -104,7 +106,14 @@ def build_context(
     workspace.window_tops[uri] = window.rows.start
     cursor_offset = document.offset_at(row, column, PositionEncoding.UTF32)
     cursor_byte = document.byte_offset_at(cursor_offset)
-    region = outline.cursor_region(syntax, cursor_byte) if syntax is not None else "code"
+    if syntax is None or (
+        known is not None
+        and len(window.line_prefix) == column
+        and outline.stays_code(document.language_id, known.starts_in_code, window.line_prefix)
+    ):
+        region: outline.Region = "code"
+    else:
+        region = outline.cursor_region(syntax, cursor_byte)
     mode = completion_mode(
         window.line_prefix,
         window.line_suffix,
@@ -117,7 +126,7 @@ def build_context(
     if mode is Mode.NONE:
         return None
     if known is None:
-        known = _read_row(workspace, document, syntax, cursor_byte, window, options, key)
+        known = _read_row(workspace, document, syntax, row, cursor_byte, window, options, key)
         if known.key:
             workspace.row_contexts[uri] = known
     related, sources = _with_line_definitions(known, workspace, document, window, options)
@@ -132,7 +141,9 @@ def build_context(
         new_errors=(
             partial(boundaries.added_errors, syntax, cursor_byte) if syntax is not None else None
         ),
-        parses_at_cursor=syntax is None or boundaries.parses_near(syntax, cursor_byte),
+        parses_at_cursor=(
+            partial(boundaries.parses_near, syntax, cursor_byte) if syntax is not None else True
+        ),
     )
     return BuiltContext(window=window, related=related, cursor=cursor, sources=sources)
 
@@ -156,6 +167,7 @@ def _read_row(
     workspace: Workspace,
     document: Document,
     syntax: SyntaxTree | None,
+    row: int,
     cursor_byte: int,
     window: CursorWindow,
     options: ContextOptions,
@@ -209,11 +221,13 @@ def _read_row(
             break
         found[name] = tuple(propose())
     groups = [found.get(name, ()) for name in ("scopes", "imports", "definitions", "recent")]
+    line_start = document.byte_offset_at(document.offset_at(row, 0, PositionEncoding.UTF32))
     related, sources = _choose(options, document.language_id, *groups)
     return _RowContext(
         key=key or (),
         surroundings=window.surroundings,
         indent_unit=_indent_unit(workspace, document.uri, window),
+        starts_in_code=syntax is None or outline.cursor_region(syntax, line_start) == "code",
         scopes=groups[0],
         imports=groups[1],
         definitions=groups[2],

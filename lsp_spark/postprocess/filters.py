@@ -106,9 +106,10 @@ class CursorContext:
     """The document's indentation unit ("\\t" or N spaces) that suggestions are given."""
     new_errors: Callable[[str], int] | None = None
     """How many syntax errors inserting a candidate at the cursor adds (None: no grammar)."""
-    parses_at_cursor: bool = True
+    parses_at_cursor: bool | Callable[[], bool] = True
     """False when the document already has a syntax error at the cursor: error counts there
-    cannot tell a bad suggestion from a bad document, so none is dropped for them."""
+    cannot tell a bad suggestion from a bad document, so none is dropped for them. (Or how
+    to find out: it takes a parse, which few suggestions need.)"""
 
 
 def detect_indent_unit(lines: Iterable[str]) -> str:
@@ -709,7 +710,8 @@ def prefer_parsable(text: str, context: CursorContext) -> str:
     for candidate in _shorter(text, context)[: MAX_PARSE_CHECKS - 1]:
         if count(_inserted(candidate, context)) <= 0:
             return candidate
-    return "" if context.parses_at_cursor else text
+    parses = context.parses_at_cursor
+    return "" if (parses() if callable(parses) else parses) else text
 
 
 FILTERS = (

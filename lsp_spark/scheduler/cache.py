@@ -81,17 +81,21 @@ class SuggestionCache:
         return found
 
     def _typed_through(self, state: LineState) -> Remembered | None:
+        line_prefix = state.line_prefix
         for earlier in self._rows.get((state.uri, state.row), ()):
-            entry = self._entries.get(earlier)
+            # The string tests first: they rule out most states before any cache lookup.
             if (
-                entry is None
-                or earlier.previous_line != state.previous_line
+                len(earlier.line_prefix) >= len(line_prefix)
+                or not line_prefix.startswith(earlier.line_prefix)
                 or earlier.line_suffix != state.line_suffix
-                or not state.line_prefix.startswith(earlier.line_prefix)
+                or earlier.previous_line != state.previous_line
             ):
                 continue
-            typed = state.line_prefix[len(earlier.line_prefix) :]
-            if typed and entry.text.startswith(typed) and len(entry.text) > len(typed):
+            entry = self._entries.get(earlier)
+            if entry is None:
+                continue
+            typed = line_prefix[len(earlier.line_prefix) :]
+            if entry.text.startswith(typed) and len(entry.text) > len(typed):
                 return Remembered(entry.text[len(typed) :], entry.replace_chars, "typed")
         return None
 

@@ -115,6 +115,39 @@ def definitions(syntax: SyntaxTree) -> list[Definition]:
     return list(_per_version(_DEFINITIONS, syntax, _find_definitions))
 
 
+PLAIN_CODE_LANGUAGES = frozenset(
+    {
+        "python",
+        "javascript",
+        "javascriptreact",
+        "typescript",
+        "typescriptreact",
+        "go",
+        "rust",
+        "java",
+        "c",
+        "cpp",
+        "csharp",
+        "php",
+        "shellscript",
+        "json",
+    }
+)
+"""Languages whose strings and comments all open with a character `_OPENERS` matches
+(Ruby's `=begin` and Lua's `[[` do not)."""
+_OPENERS = re.compile(r"[\"'`#/<\\]")
+
+
+def stays_code(language_id: str, line_start_in_code: bool, line_prefix: str) -> bool:
+    """Whether the cursor is in code without asking the syntax tree: its line starts in
+    code and nothing typed before it on the line can open a string or a comment."""
+    return (
+        line_start_in_code
+        and language_id in PLAIN_CODE_LANGUAGES
+        and _OPENERS.search(line_prefix) is None
+    )
+
+
 def cursor_region(syntax: SyntaxTree, byte_offset: int) -> Region:
     """Whether the cursor is in a comment, a string (docstrings and templates too) or code.
 
