@@ -68,6 +68,13 @@ def worth_parsing(text: str) -> bool:
     return len(text) <= MAX_PARSED_CHARS and MINIFIED_LINE.search(text) is None
 
 
+def _read_by_context(known: Outline) -> tuple[object, ...]:
+    """What context building reads of an outline: typing shifts every definition's byte
+    offsets, which it does not read, so a refresh after each pause need not make it
+    read the rows around the cursor again."""
+    return known.imports, known.signatures, known.indent_unit
+
+
 class Workspace:
     def __init__(self) -> None:
         self.documents = DocumentStore()
@@ -206,6 +213,7 @@ class Workspace:
             signatures=signatures,
             indent_unit=detect_indent_unit(syntax.document.lines(0, syntax.document.line_count)),
         )
-        if refreshed != self.outlines.get(uri):
-            self.outlines[uri] = refreshed
+        previous = self.outlines.get(uri)
+        self.outlines[uri] = refreshed
+        if previous is None or _read_by_context(previous) != _read_by_context(refreshed):
             self._changed_everywhere()

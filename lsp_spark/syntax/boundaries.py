@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import cache
+
 from tree_sitter import Node, Parser, Tree
 
 from lsp_spark.documents import PositionEncoding
@@ -36,16 +38,21 @@ def starts_statement(syntax: SyntaxTree, row: int) -> bool:
     node = syntax.tree.root_node.named_descendant_for_byte_range(byte, byte)
     if node is None:
         return False
-    while node.parent is not None and node.parent.start_byte == byte:
-        if _is_container(node.parent):
+    parent = node.parent  # each access builds a new Node: read it once per step
+    while parent is not None and parent.start_byte == byte:
+        if _is_container(parent):
             break
-        node = node.parent
-    parent = node.parent
+        node, parent = parent, parent.parent
     return node.start_byte == byte and (parent is None or _is_container(parent))
 
 
 def _is_container(node: Node) -> bool:
-    return node.parent is None or any(kind in node.type for kind in CONTAINER_TYPES)
+    return node.parent is None or _container_type(node.type)
+
+
+@cache
+def _container_type(kind: str) -> bool:
+    return any(container in kind for container in CONTAINER_TYPES)
 
 
 def statement_start_at_or_after(syntax: SyntaxTree, row: int) -> int:
