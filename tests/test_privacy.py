@@ -776,7 +776,7 @@ TOKEN_PIECES = [GITHUB_TOKEN, "AKIAABCDEFGHIJKLMNOP", "sk-" + "x9Y8z7" * 5, *"-_
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from(TOKEN_PIECES), max_size=12), st.integers(min_value=0))
+@given(st.lists(st.sampled_from(TOKEN_PIECES), max_size=80), st.integers(min_value=0))
 def test_tokens_found_around_the_cursor_line_are_those_of_the_whole_text(
     pieces: list[str], cut: int
 ) -> None:

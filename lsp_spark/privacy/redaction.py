@@ -401,16 +401,27 @@ def _tokens(text: str) -> list[Span]:
     return spans
 
 
+STABLE_BLOCK = 1024
+"""The text above the cursor's line is remembered up to the last newline before a multiple
+of this many characters: a new line above (Enter, an accepted suggestion) leaves that
+part as it was, and only the rest is scanned again."""
+
+
 def _tokens_around(text: str, cut: int) -> list[Span]:
-    """`_tokens` of the whole text, with the lines before and after the cut's line taken
-    from a small memo: typing changes only that line, and no token rule matches across a
-    newline or looks past one, so the three pieces can be scanned apart."""
+    """`_tokens` of the whole text, with most of it taken from a small memo: typing changes
+    only the cut's line, and no token rule matches across a newline or looks past one, so
+    pieces split at newlines can be scanned apart."""
     start = text.rfind("\n", 0, cut) + 1
     end = text.find("\n", cut)
     if end < 0:
         end = len(text)
-    spans = list(_tokens_memo(text[:start]))
-    spans += [(first + start, last + start, kind) for first, last, kind in _tokens(text[start:end])]
+    stable = text.rfind("\n", 0, start // STABLE_BLOCK * STABLE_BLOCK) + 1
+    spans = list(_tokens_memo(text[:stable]))
+    for piece_start, piece_end in ((stable, start), (start, end)):
+        spans += [
+            (first + piece_start, last + piece_start, kind)
+            for first, last, kind in _tokens(text[piece_start:piece_end])
+        ]
     spans += [(first + end, last + end, kind) for first, last, kind in _tokens_memo(text[end:])]
     return spans
 
