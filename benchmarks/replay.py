@@ -805,6 +805,19 @@ def first_request_ms(session: Session) -> tuple[float, float]:
     return latency, latency - ms(first.completed_at, first.received_at)
 
 
+def close_reason(closes: list[tuple[float, str]], record: RecordedRequest) -> str | None:
+    """Why the server closed the stream of `record`: its last close between the request's
+    arrival and the moment the test server saw the hang-up (monotonic clocks are shared
+    between processes)."""
+    if record.hung_up_at is None:
+        return None
+    index = bisect_right(closes, (record.hung_up_at, "~"))
+    if index == 0:
+        return None
+    at, reason = closes[index - 1]
+    return reason if at >= record.received_at else None
+
+
 def cancelled_streams(
     session: Session, records: list[RecordedRequest]
 ) -> list[tuple[RecordedRequest, float]]:
@@ -812,13 +825,20 @@ def cancelled_streams(
     request that superseded it was sent: the one after the request the stream served, or for
     a speculative stream the first one after it began. (A stream whose request was answered
     with a suggestion and was closed after that stopped early, done: it is not counted.)
-    Needs the events already matched to their upstream calls."""
+    Needs the events already matched to their upstream calls.
+
+    The server says why it closed each stream (`recentStreamCloses` in its stats): one it
+    closed because the suggestion was complete stopped early, done, even if no suggestion
+    was shown (a keystroke that rode on the request took it, or the filters left nothing)."""
     served = {id(event.upstream): event for event in session.events if event.upstream}
     sends = [event.sent for event in session.events]
+    closes = sorted(tuple(close) for close in session.stats.get("recentStreamCloses", []))
     cancelled: list[tuple[RecordedRequest, float]] = []
     for record in records:
         event = served.get(id(record))
         if not record.client_hung_up or (event is not None and event.text):
+            continue
+        if close_reason(closes, record) == "early-stop":
             continue
         index = bisect_right(sends, event.sent if event else record.received_at)
         if index < len(sends):

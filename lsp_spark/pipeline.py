@@ -546,6 +546,7 @@ class CompletionEngine:
         sent = time.perf_counter()
         first: float | None = None
         tokens = 0
+        closed: str | None = None
         try:
             async with contextlib.aclosing(backend.stream(request)) as deltas:
                 async for delta in deltas:
@@ -553,19 +554,25 @@ class CompletionEngine:
                     first = first or time.perf_counter()
                     if assembled.feed(delta):
                         self.stats.early_stops += 1
+                        closed = "early-stop"
                         break
                     if inflight is not None and inflight.contradicted_by(assembled):
                         self.stats.superseded += 1
+                        closed = "contradicted"
                         return None
         except BackendError as failure:
             self.stats.upstream_errors += 1
+            closed = "failed"
             self._fail(failure)
             return None
         except asyncio.CancelledError:
             self.stats.superseded += 1
+            closed = "cancelled"
             raise
         finally:
             self.stats.tokens_received += tokens
+            if closed is not None:
+                self.stats.stream_closes.append((time.monotonic(), closed))
             self._keep_warm()
         self._succeeded()
         done = time.perf_counter()

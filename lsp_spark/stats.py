@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import statistics
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Any
 
 from lsp_spark.privacy.redaction import RedactionTally
 
 WINDOW = 500
+CLOSES_KEPT = 1024
 
 
 def _percentile(samples: deque[float], fraction: float) -> float | None:
@@ -93,6 +94,12 @@ class Stats:
     latencies_ms: deque[float] = field(default_factory=lambda: deque(maxlen=WINDOW))
     first_token_ms: deque[float] = field(default_factory=lambda: deque(maxlen=WINDOW))
     tokens_per_second: deque[float] = field(default_factory=lambda: deque(maxlen=WINDOW))
+    stream_closes: deque[tuple[float, str]] = field(
+        default_factory=lambda: deque(maxlen=CLOSES_KEPT)
+    )
+    """When (monotonic seconds) and why the server closed upstream streams before their
+    end: "early-stop" (the suggestion was complete), "contradicted" (what was typed since
+    disagrees with it), "cancelled" (superseded, or cancelled by the editor), "failed"."""
     redactions: RedactionTally = field(default_factory=RedactionTally)
     actions: ActionStats = field(default_factory=ActionStats)
 
@@ -118,6 +125,8 @@ class Stats:
             "superseded": self.superseded,
             "earlyStops": self.early_stops,
             "tokensReceived": self.tokens_received,
+            "streamCloses": dict(Counter(reason for _, reason in self.stream_closes)),
+            "recentStreamCloses": [[at, reason] for at, reason in self.stream_closes],
             "latencyMs": {
                 "p50": _percentile(self.latencies_ms, 0.5),
                 "p95": _percentile(self.latencies_ms, 0.95),

@@ -24,6 +24,12 @@ def texts(result) -> list[str]:
     return [item.insert_text for item in result.items]
 
 
+async def closes(client) -> list[str]:
+    """Why the server closed upstream streams early, oldest first (from `lspSpark/stats`)."""
+    stats = await client.protocol.send_request_async("lspSpark/stats", None)
+    return [reason for _, reason in stats.recentStreamCloses]
+
+
 async def test_typing_through_a_suggestion_is_answered_from_memory(
     start_spark: StartSpark, cerebras: CerebrasTestServer
 ) -> None:
@@ -127,6 +133,7 @@ async def test_a_stream_closed_early_is_followed_by_a_fresh_warm_connection(
         cerebras,
         lambda: sum(r.path.endswith("tcp_warming") for r in cerebras.requests) > warmings,
     )
+    assert await closes(client) == ["early-stop"]
 
 
 async def test_debug_logs_break_each_request_down(
@@ -179,6 +186,7 @@ async def test_a_keystroke_the_stream_contradicts_closes_it_and_asks_again(
     assert len(cerebras.completion_requests) == 2
     stream = cerebras.completion_requests[0]
     assert stream.client_hung_up and stream.tokens_sent <= 2, "closed at the first token"
+    assert "contradicted" in await closes(client)
 
 
 async def test_a_keystroke_the_stream_agrees_with_rides_on_it(
@@ -209,3 +217,4 @@ async def test_moving_elsewhere_supersedes_the_request_in_flight(
     assert texts(await inline(client, uri, 1, 4)) == ["pass"]
     assert (await first).items == ()
     assert cerebras.completion_requests[0].client_hung_up
+    assert "cancelled" in await closes(client)
