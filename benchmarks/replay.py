@@ -805,17 +805,17 @@ def first_request_ms(session: Session) -> tuple[float, float]:
     return latency, latency - ms(first.completed_at, first.received_at)
 
 
-def close_reason(closes: list[tuple[float, str]], record: RecordedRequest) -> str | None:
-    """Why the server closed the stream of `record`: its last close between the request's
-    arrival and the moment the test server saw the hang-up (monotonic clocks are shared
-    between processes)."""
+def close_reason(closes: list[tuple[float, str]], record: RecordedRequest) -> tuple[str, float]:
+    """Why and when the server closed the stream of `record`: its last close between the
+    request's arrival and the moment the test server saw the hang-up (monotonic clocks are
+    shared between processes); ("", 0.0) when none matches."""
     if record.hung_up_at is None:
-        return None
+        return "", 0.0
     index = bisect_right(closes, (record.hung_up_at, "~"))
     if index == 0:
-        return None
+        return "", 0.0
     at, reason = closes[index - 1]
-    return reason if at >= record.received_at else None
+    return (reason, at) if at >= record.received_at else ("", 0.0)
 
 
 def cancelled_streams(
@@ -829,7 +829,8 @@ def cancelled_streams(
 
     The server says why it closed each stream (`recentStreamCloses` in its stats): one it
     closed because the suggestion was complete stopped early, done, even if no suggestion
-    was shown (a keystroke that rode on the request took it, or the filters left nothing)."""
+    was shown (a keystroke that rode on the request took it, or the filters left nothing);
+    one whose text contradicted a keystroke riding on it was given up when it closed."""
     served = {id(event.upstream): event for event in session.events if event.upstream}
     sends = [event.sent for event in session.events]
     closes = sorted(tuple(close) for close in session.stats.get("recentStreamCloses", []))
@@ -838,7 +839,13 @@ def cancelled_streams(
         event = served.get(id(record))
         if not record.client_hung_up or (event is not None and event.text):
             continue
-        if close_reason(closes, record) == "early-stop":
+        reason, closed_at = close_reason(closes, record)
+        if reason == "earlyStop":
+            continue
+        if reason == "contradicted":
+            # A keystroke rode on the request; the stream was closed when its text turned
+            # out to disagree with what was typed: that is when it was given up.
+            cancelled.append((record, closed_at))
             continue
         index = bisect_right(sends, event.sent if event else record.received_at)
         if index < len(sends):

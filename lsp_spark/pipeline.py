@@ -554,7 +554,7 @@ class CompletionEngine:
                     first = first or time.perf_counter()
                     if assembled.feed(delta):
                         self.stats.early_stops += 1
-                        closed = "early-stop"
+                        closed = "earlyStop"
                         break
                     if inflight is not None and inflight.contradicted_by(assembled):
                         self.stats.superseded += 1

@@ -98,7 +98,7 @@ class Stats:
         default_factory=lambda: deque(maxlen=CLOSES_KEPT)
     )
     """When (monotonic seconds) and why the server closed upstream streams before their
-    end: "early-stop" (the suggestion was complete), "contradicted" (what was typed since
+    end: "earlyStop" (the suggestion was complete), "contradicted" (what was typed since
     disagrees with it), "cancelled" (superseded, or cancelled by the editor), "failed"."""
     redactions: RedactionTally = field(default_factory=RedactionTally)
     actions: ActionStats = field(default_factory=ActionStats)

@@ -133,7 +133,7 @@ async def test_a_stream_closed_early_is_followed_by_a_fresh_warm_connection(
         cerebras,
         lambda: sum(r.path.endswith("tcp_warming") for r in cerebras.requests) > warmings,
     )
-    assert await closes(client) == ["early-stop"]
+    assert await closes(client) == ["earlyStop"]
 
 
 async def test_debug_logs_break_each_request_down(
