@@ -87,19 +87,3 @@ class LatestOnly:
 
     def __len__(self) -> int:
         return len(self._jobs)
-
-
-async def outcome(task: asyncio.Task[T]) -> T | None:
-    """Await a job; a job superseded by a newer one yields None instead of an error.
-
-    If the caller itself is cancelled (`$/cancelRequest`), the task is cancelled too
-    (once: it may already be superseded), which closes its upstream stream.
-    """
-    try:
-        return await asyncio.shield(task)
-    except asyncio.CancelledError:
-        current = asyncio.current_task()
-        if current is not None and current.cancelling():
-            cancel_once(task)
-            raise
-        return None
