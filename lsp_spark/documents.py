@@ -63,6 +63,30 @@ class ByteEdit:
     new_end_point: Point
 
 
+class ChangeStamp:
+    """A number that holds while every change touches the same one thing (a row, a
+    document), so what was read from everything else can be reused."""
+
+    __slots__ = ("_count", "_only")
+
+    def __init__(self) -> None:
+        self._count = 0
+        self._only: object = None
+
+    def changed(self, key: object) -> None:
+        if self._only is not None and self._only != key:
+            self._count += 1
+        self._only = key
+
+    def changed_everywhere(self) -> None:
+        self._count += 1
+        self._only = None
+
+    def except_(self, key: object) -> int | None:
+        """The stamp for "everything but `key`"; None when the last change was elsewhere."""
+        return self._count if self._only is None or self._only == key else None
+
+
 class UnknownDocumentError(KeyError):
     """A change arrived for a URI that was never opened (or was already closed)."""
 
@@ -179,10 +203,9 @@ class Document:
         "_blocks",
         "_byte_at",
         "_char_at",
-        "_edited_row",
-        "_layout",
         "_lone_cr",
         "_row_at",
+        "_stamp",
         "_text",
         "language_id",
         "uri",
@@ -197,8 +220,7 @@ class Document:
         self.uri = uri
         self.language_id = language_id
         self.version = version
-        self._layout = 0
-        self._edited_row: int | None = None
+        self._stamp = ChangeStamp()
         self._reset(text)
 
     def __repr__(self) -> str:
@@ -241,7 +263,7 @@ class Document:
     def stamp_except(self, row: int) -> int | None:
         """A number that stays the same while no line but `row` changes (None when the last
         edit was to another line): what was read from the other lines can be reused."""
-        return self._layout if self._edited_row is None or self._edited_row == row else None
+        return self._stamp.except_(row)
 
     def offset_at(self, line: int, character: int, encoding: PositionEncoding) -> int:
         """Code point offset of an LSP position, clamped the way editors expect.
@@ -351,13 +373,10 @@ class Document:
             # The segment ends with the end line's own terminator, which split off an empty tail.
             new_lines.pop()
         self._replace_lines(first, last, new_lines)
-        if first != last or len(new_lines) != 1:
-            self._layout += 1
-            self._edited_row = None
+        if first == last and len(new_lines) == 1:
+            self._stamp.changed(first)
         else:
-            if self._edited_row is not None and self._edited_row != first:
-                self._layout += 1
-            self._edited_row = first
+            self._stamp.changed_everywhere()
 
         newlines = new_text.count("\n")
         if newlines:
@@ -375,8 +394,7 @@ class Document:
         )
 
     def _reset(self, text: str) -> None:
-        self._layout += 1
-        self._edited_row = None
+        self._stamp.changed_everywhere()
         lines = _split_lines(text)
         self._blocks = _chunk(lines, [_utf8_len(line) for line in lines])
         self._lone_cr = sum(block.lone_cr for block in self._blocks)

@@ -20,7 +20,7 @@ from lsp_spark.documents import Document
 from lsp_spark.postprocess import SuggestionStream
 from lsp_spark.privacy.exclusion import Exclusions
 from lsp_spark.privacy.redaction import contains_placeholder, redact_request
-from lsp_spark.scheduler import LatestOnly, cancel_once
+from lsp_spark.scheduler import Deadline, LatestOnly, cancel_once
 from lsp_spark.scheduler.cache import LineState, SuggestionCache
 from lsp_spark.scheduler.debounce import AdaptiveDebounce
 from lsp_spark.settings import Settings
@@ -164,8 +164,7 @@ class CompletionEngine:
         self._inflight: dict[str, Inflight] = {}
         """Per document, the upstream request running now and the state it was asked for."""
         self._tickets: dict[str, int] = {}
-        self._idle_timer: asyncio.TimerHandle | None = None
-        self._last_upstream = 0.0
+        self._idle = Deadline(self._rewarm_after_idle)
         self._paused_until = 0.0
         self._unavailable_streak = 0
         self._background: set[asyncio.Task[Any]] = set()
@@ -300,7 +299,8 @@ class CompletionEngine:
         self, document: Document, row: int, column: int, state: LineState | None = None
     ) -> Inflight:
         self.stats.requests += 1
-        state = state or line_state(document, row, column)
+        if state is None:
+            state = line_state(document, row, column)
         pending = self._prefetches.get(document.uri)
         if pending is not None and not pending.answers(state):
             self._cancel_prefetch(document.uri)
@@ -599,20 +599,10 @@ class CompletionEngine:
         return result
 
     def _keep_warm(self) -> None:
-        """Re-warm once the connection has idled for IDLE_REWARM: a request only notes the
-        time, and the one timer re-arms itself while requests keep coming."""
-        loop = asyncio.get_running_loop()
-        self._last_upstream = loop.time()
-        if self._idle_timer is None:
-            self._idle_timer = loop.call_at(self._last_upstream + IDLE_REWARM, self._idle_check)
+        """Re-warm once the connection has idled for IDLE_REWARM."""
+        self._idle.push(asyncio.get_running_loop().time() + IDLE_REWARM)
 
-    def _idle_check(self) -> None:
-        loop = asyncio.get_running_loop()
-        due = self._last_upstream + IDLE_REWARM
-        if loop.time() < due:
-            self._idle_timer = loop.call_at(due, self._idle_check)
-            return
-        self._idle_timer = None
+    def _rewarm_after_idle(self) -> None:
         if self._backend is not None:
             self.in_background(self._backend.warm())
 
@@ -656,8 +646,7 @@ class CompletionEngine:
         self.jobs.cancel_all()
         for uri in list(self._prefetches):
             self._cancel_prefetch(uri)
-        if self._idle_timer is not None:
-            self._idle_timer.cancel()
+        self._idle.cancel()
         for task in list(self._background):
             cancel_once(task)
         if self._background:

@@ -37,6 +37,8 @@ log = logging.getLogger(__name__)
 READ_LIMIT = 64 * 1024 * 1024
 """Longest header line kept while waiting for its end; bodies are read by length."""
 MAX_BODY = 256 * 1024 * 1024
+CHUNK = 64 * 1024
+"""Bytes read at a time from a stdin the event loop cannot watch (a regular file)."""
 CONTENT_LENGTH = re.compile(rb"Content-Length:[ \t]*(\d+)", re.IGNORECASE)
 CANCEL_REQUEST = "$/cancelRequest"
 
@@ -79,9 +81,6 @@ async def _serve(server: LanguageServer, stdin: BinaryIO, shortcut: Shortcut | N
             break
         framer.data_received(data)
     await framer.finished
-
-
-CHUNK = 64 * 1024
 
 
 class Framer(asyncio.Protocol):

@@ -13,10 +13,18 @@ import re
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import partial
 
-from lsp_spark.documents import Change, Document, DocumentStore, PositionEncoding
+from lsp_spark.documents import (
+    Change,
+    ChangeStamp,
+    Document,
+    DocumentStore,
+    PositionEncoding,
+)
 from lsp_spark.postprocess.filters import detect_indent_unit
 from lsp_spark.privacy.exclusion import Exclusions
+from lsp_spark.scheduler import Deadline
 from lsp_spark.syntax import outline
 from lsp_spark.syntax.grammars import query_for
 from lsp_spark.syntax.trees import SyntaxStore, SyntaxTree
@@ -89,24 +97,18 @@ class Workspace:
         self.row_contexts: dict[str, object] = {}
         """Per document, what the context builder read for its cursor's row (see
         `build_context`)."""
-        self._refreshes: dict[str, asyncio.TimerHandle] = {}
-        self._outline_due: dict[str, float] = {}
-        self._generation = 0
-        self._editing: str | None = None
+        self._refreshes: dict[str, Deadline] = {}
+        self._stamp = ChangeStamp()
 
     def stamp_except(self, uri: str) -> int | None:
         """A number that stays the same while nothing changes but the text of `uri` (None
         when the last change was to another document): other documents, outlines and
         exclusions as they were."""
-        return self._generation if self._editing is None or self._editing == uri else None
-
-    def _changed_everywhere(self) -> None:
-        self._generation += 1
-        self._editing = None
+        return self._stamp.except_(uri)
 
     def open(self, uri: str, language_id: str, version: int, text: str) -> Document:
         document = self.documents.open(uri, language_id, version, text)
-        self._changed_everywhere()
+        self._stamp.changed_everywhere()
         self.row_contexts.pop(uri, None)
         if not worth_parsing(text):
             return document
@@ -122,10 +124,7 @@ class Workspace:
         """Apply edits; raises UnknownDocumentError for a document never opened."""
         changes = list(changes)
         edits = self.documents.change(uri, version, changes, encoding)
-        if self._editing != uri:
-            if self._editing is not None:
-                self._generation += 1
-            self._editing = uri
+        self._stamp.changed(uri)
         self.syntax.change(uri, edits)
         if self.exclusions.excludes(uri):
             return
@@ -139,13 +138,13 @@ class Workspace:
     def set_exclusions(self, exclusions: Exclusions) -> None:
         """Newly excluded open documents lose what they had lent to other files' context."""
         self.exclusions = exclusions
-        self._changed_everywhere()
+        self._stamp.changed_everywhere()
         for uri in [document.uri for document in self.documents]:
             if exclusions.excludes(uri):
                 self.outlines.pop(uri, None)
                 self.recent.forget(uri)
-                if (handle := self._refreshes.pop(uri, None)) is not None:
-                    handle.cancel()
+                if (deadline := self._refreshes.pop(uri, None)) is not None:
+                    deadline.cancel()
             elif uri not in self.outlines:
                 self._schedule_outline(uri)
 
@@ -164,39 +163,29 @@ class Workspace:
         self.outlines.pop(uri, None)
         self.window_tops.pop(uri, None)
         self.row_contexts.pop(uri, None)
-        self._outline_due.pop(uri, None)
-        self._changed_everywhere()
-        if (handle := self._refreshes.pop(uri, None)) is not None:
-            handle.cancel()
+        self._stamp.changed_everywhere()
+        if (deadline := self._refreshes.pop(uri, None)) is not None:
+            deadline.cancel()
 
     def tree(self, uri: str) -> SyntaxTree | None:
         return self.syntax.get(uri)
 
     def _schedule_outline(self, uri: str, delay: float = OUTLINE_REFRESH_DELAY) -> None:
-        """Refresh the outline after typing pauses; outside an event loop, only on request.
-        A keystroke only moves the due time: the timer, when it fires early, re-arms."""
+        """Refresh the outline after typing pauses; outside an event loop, only on request."""
         if self.exclusions.excludes(uri):
             return
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             return
-        due = self._outline_due[uri] = loop.time() + delay
-        if uri not in self._refreshes:
-            self._refreshes[uri] = loop.call_at(due, self._outline_timer, uri)
-
-    def _outline_timer(self, uri: str) -> None:
-        loop = asyncio.get_running_loop()
-        due = self._outline_due.get(uri, 0.0)
-        if loop.time() < due:
-            self._refreshes[uri] = loop.call_at(due, self._outline_timer, uri)
-        else:
-            self.refresh_outline(uri)
+        deadline = self._refreshes.get(uri)
+        if deadline is None:
+            deadline = self._refreshes[uri] = Deadline(partial(self.refresh_outline, uri))
+        deadline.push(loop.time() + delay)
 
     def refresh_outline(self, uri: str) -> None:
-        if (handle := self._refreshes.pop(uri, None)) is not None:
-            handle.cancel()
-        self._outline_due.pop(uri, None)
+        if (deadline := self._refreshes.pop(uri, None)) is not None:
+            deadline.cancel()
         syntax = self.syntax.get(uri)
         if syntax is None or self.exclusions.excludes(uri):
             return
@@ -216,4 +205,4 @@ class Workspace:
         previous = self.outlines.get(uri)
         self.outlines[uri] = refreshed
         if previous is None or _read_by_context(previous) != _read_by_context(refreshed):
-            self._changed_everywhere()
+            self._stamp.changed_everywhere()

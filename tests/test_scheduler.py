@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 import pytest
 
-from lsp_spark.scheduler import LatestOnly
+from lsp_spark.scheduler import Deadline, LatestOnly
 
 
-async def test_a_newer_job_cancels_the_older_one() -> None:
-    jobs = LatestOnly()
-    closed: list[str] = []
+def closing_job(closed: list[str]) -> Callable[[str], Coroutine[Any, Any, str]]:
+    """A job that waits until cancelled, noting its name in `closed` as it ends."""
 
     async def job(name: str) -> str:
         try:
@@ -19,6 +20,14 @@ async def test_a_newer_job_cancels_the_older_one() -> None:
         finally:
             closed.append(name)
         return name
+
+    return job
+
+
+async def test_a_newer_job_cancels_the_older_one() -> None:
+    jobs = LatestOnly()
+    closed: list[str] = []
+    job = closing_job(closed)
 
     first = jobs.submit("doc", job("first"))
     await asyncio.sleep(0)
@@ -70,13 +79,7 @@ async def test_a_job_cancelled_by_its_caller_and_by_a_newer_job_is_cancelled_onc
 async def test_a_job_run_in_its_callers_task_yields_none_once_superseded() -> None:
     jobs = LatestOnly()
     closed: list[str] = []
-
-    async def job(name: str) -> str:
-        try:
-            await asyncio.sleep(10)
-        finally:
-            closed.append(name)
-        return name
+    job = closing_job(closed)
 
     first = asyncio.ensure_future(jobs.run_here("doc", job("first")))
     await asyncio.sleep(0)
@@ -102,3 +105,20 @@ async def test_a_job_run_in_its_callers_task_is_cancelled_with_its_caller() -> N
     await asyncio.gather(caller, return_exceptions=True)
     assert caller.cancelled(), "the caller's own cancellation is not mistaken for supersession"
     assert len(jobs) == 0
+
+
+async def test_a_deadline_pushed_back_fires_once_after_the_last_push() -> None:
+    loop = asyncio.get_running_loop()
+    fired: list[float] = []
+    deadline = Deadline(lambda: fired.append(loop.time()))
+    for _ in range(3):
+        last_due = loop.time() + 0.05
+        deadline.push(last_due)
+        await asyncio.sleep(0.03)
+    assert fired == [], "each push moved it past the moment the previous one named"
+    await asyncio.sleep(0.1)
+    assert len(fired) == 1 and fired[0] >= last_due - loop._clock_resolution
+    deadline.push(loop.time() + 0.01)
+    deadline.cancel()
+    await asyncio.sleep(0.05)
+    assert len(fired) == 1, "cancelled"

@@ -27,6 +27,7 @@ import certifi
 import httptools
 
 from lsp_spark.backends.base import BackendError, FailureKind
+from lsp_spark.scheduler import Deadline
 
 log = logging.getLogger(__name__)
 
@@ -98,16 +99,13 @@ class _Connection(asyncio.Protocol):
         self.failure: str | None = None
         self.waiter: asyncio.Future[None] | None = None
         self.idle_since = loop.time()
-        self.active_at = self.idle_since
-        """When data last arrived or a wait began: a wait times out `timeout` after it."""
-        self._timer: asyncio.TimerHandle | None = None
+        self._deadline = Deadline(self._expire)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)
 
     def data_received(self, data: bytes) -> None:
         self.received_any = True
-        self.active_at = self.loop.time()
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserError:
@@ -168,31 +166,21 @@ class _Connection(asyncio.Protocol):
 
     async def progress(self, timeout: float) -> None:
         """Wait until something arrives (or the connection ends); TimeoutError when nothing
-        has for `timeout` seconds. One timer serves every wait of an exchange, re-armed only
-        when it fires: a timeout scope per wait cost more than the read it guarded."""
-        self.active_at = self.loop.time()
-        if self._timer is None:
-            self._timer = self.loop.call_at(self.active_at + timeout, self._expire, timeout)
+        has for `timeout` seconds. One timer serves every wait of an exchange: a timeout
+        scope per wait cost more than the read it guarded."""
+        self._deadline.push(self.loop.time() + timeout)
         self.waiter = self.loop.create_future()
         try:
             await self.waiter
         finally:
             self.waiter = None
 
-    def _expire(self, timeout: float) -> None:
-        due = self.active_at + timeout
-        if self.loop.time() < due or self.waiter is None or self.waiter.done():
-            self._timer = self.loop.call_at(
-                max(due, self.loop.time() + timeout / 8), self._expire, timeout
-            )
-            return
-        self._timer = None
-        self.waiter.set_exception(TimeoutError())
+    def _expire(self) -> None:
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_exception(TimeoutError())
 
     def stop_timer(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+        self._deadline.cancel()
 
     def close(self) -> None:
         self.closed = True

@@ -1,10 +1,11 @@
-"""Per-document scheduling: only the newest request for a document keeps running."""
+"""Scheduling: only the newest request for a document keeps running; deadlines that
+typing keeps pushing back."""
 
 from __future__ import annotations
 
 import asyncio
 import weakref
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -16,6 +17,36 @@ def cancel_once(task: asyncio.Task[Any]) -> None:
     then stays marked in use, and after ten of them the pool has none left."""
     if not task.done() and not task.cancelling():
         task.cancel()
+
+
+class Deadline:
+    """Calls `action` once the loop's clock passes the latest `due` pushed. Pushing it back,
+    as every keystroke or read does, only stores a number: the one timer re-arms itself
+    when it fires early, instead of a timer being cancelled and another made each time."""
+
+    def __init__(self, action: Callable[[], object]) -> None:
+        self._action = action
+        self._due = 0.0
+        self._timer: asyncio.TimerHandle | None = None
+
+    def push(self, due: float) -> None:
+        self._due = due
+        if self._timer is None or due < self._timer.when():
+            self.cancel()
+            self._timer = asyncio.get_running_loop().call_at(due, self._fire)
+
+    def cancel(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _fire(self) -> None:
+        loop = asyncio.get_running_loop()
+        if loop.time() < self._due:
+            self._timer = loop.call_at(self._due, self._fire)
+            return
+        self._timer = None
+        self._action()
 
 
 class LatestOnly:
