@@ -82,9 +82,30 @@ class ChangeStamp:
         self._count += 1
         self._only = None
 
+    def moved(self, key: object, new_key: object) -> int | None:
+        """A change to `key` that moved what follows it (a line split in two): the stamp
+        moves on and holds while only `new_key` changes. Returns the stamp that held for
+        `key` just before, None when something else had changed too."""
+        before = self.except_(key)
+        self._count += 1
+        self._only = new_key
+        return before
+
     def except_(self, key: object) -> int | None:
         """The stamp for "everything but `key`"; None when the last change was elsewhere."""
         return self._count if self._only is None or self._only == key else None
+
+
+@dataclass(frozen=True, slots=True)
+class Split:
+    """A change within one row that made it several (Enter): the rows above it are as they
+    were, the rows below only moved down by `added`."""
+
+    row: int
+    added: int
+    before: int
+    """The row's stamp (`Document.stamp_except`) just before the split; the last new
+    row's is one more, while nothing else changes."""
 
 
 class UnknownDocumentError(KeyError):
@@ -205,6 +226,7 @@ class Document:
         "_char_at",
         "_lone_cr",
         "_row_at",
+        "_split",
         "_stamp",
         "_text",
         "language_id",
@@ -215,6 +237,7 @@ class Document:
     language_id: str
     version: int
     _text: str | None
+    _split: Split | None
 
     def __init__(self, uri: str, language_id: str, version: int, text: str) -> None:
         self.uri = uri
@@ -264,6 +287,14 @@ class Document:
         """A number that stays the same while no line but `row` changes (None when the last
         edit was to another line): what was read from the other lines can be reused."""
         return self._stamp.except_(row)
+
+    def split_into(self, row: int) -> Split | None:
+        """The split that made `row` the last of its new rows, when no other row has
+        changed since: what was read around the row it split from can be moved down."""
+        split = self._split
+        if split is None or split.row + split.added != row:
+            return None
+        return split if self._stamp.except_(row) == split.before + 1 else None
 
     def offset_at(self, line: int, character: int, encoding: PositionEncoding) -> int:
         """Code point offset of an LSP position, clamped the way editors expect.
@@ -373,10 +404,15 @@ class Document:
             # The segment ends with the end line's own terminator, which split off an empty tail.
             new_lines.pop()
         self._replace_lines(first, last, new_lines)
-        if first == last and len(new_lines) == 1:
+        if first != last:
+            self._split = None
+            self._stamp.changed_everywhere()
+        elif len(new_lines) == 1:
             self._stamp.changed(first)
         else:
-            self._stamp.changed_everywhere()
+            added = len(new_lines) - 1
+            before = self._stamp.moved(first, first + added)
+            self._split = None if before is None else Split(first, added, before)
 
         newlines = new_text.count("\n")
         if newlines:
@@ -395,6 +431,7 @@ class Document:
 
     def _reset(self, text: str) -> None:
         self._stamp.changed_everywhere()
+        self._split = None
         lines = _split_lines(text)
         self._blocks = _chunk(lines, [_utf8_len(line) for line in lines])
         self._lone_cr = sum(block.lone_cr for block in self._blocks)

@@ -389,6 +389,7 @@ class CompletionEngine:
         if built is None:
             self.stats.empty += 1
             return None
+        self.workspace.parse_soon(document.uri)
         if time.monotonic() < self._paused_until:
             return None
         if delay := self.debounce.seconds(settings.debounce_ms):

@@ -170,6 +170,15 @@ class Workspace:
     def tree(self, uri: str) -> SyntaxTree | None:
         return self.syntax.get(uri)
 
+    def parse_soon(self, uri: str) -> None:
+        """Bring the tree up to date once the request in hand has gone out, while it waits
+        for the model: the checks of its suggestion and the next row's context then find
+        the tree current."""
+        syntax = self.syntax.get(uri)
+        if syntax is not None:
+            with contextlib.suppress(RuntimeError):
+                asyncio.get_running_loop().call_soon(syntax.refresh)
+
     def _schedule_outline(self, uri: str, delay: float = OUTLINE_REFRESH_DELAY) -> None:
         """Refresh the outline after typing pauses; outside an event loop, only on request."""
         if self.exclusions.excludes(uri):

@@ -19,6 +19,7 @@ from lsp_spark.documents import (
     Document,
     DocumentStore,
     PositionEncoding,
+    Split,
     UnknownDocumentError,
 )
 
@@ -564,4 +565,31 @@ def test_the_stamp_except_a_row_holds_while_only_that_row_changes() -> None:
     stamp = doc.stamp_except(0)
     assert stamp is not None and stamp != kept
     doc.apply_change((0, 1), (0, 1), "\n", PositionEncoding.UTF16)
-    assert doc.stamp_except(0) not in (None, stamp), "a new line moves every row below"
+    assert doc.stamp_except(0) is None, "a new line moves every row below"
+    assert doc.stamp_except(1) not in (None, stamp)
+
+
+def test_a_split_row_is_known_while_only_its_last_new_row_changes() -> None:
+    doc = Document("file:///s.py", "python", 1, "a = 1\nb = 2\nc = 3\n")
+    doc.apply_change((1, 5), (1, 5), "0", PositionEncoding.UTF16)
+    before = doc.stamp_except(1)
+    doc.apply_change((1, 6), (1, 6), "\n    ", PositionEncoding.UTF16)
+    assert doc.split_into(2) == Split(row=1, added=1, before=before)
+    assert doc.split_into(1) is None, "the row split is not the one made"
+    doc.apply_change((2, 4), (2, 4), "x", PositionEncoding.UTF16)
+    assert doc.split_into(2) == Split(row=1, added=1, before=before), "typing on the new row"
+    doc.apply_change((0, 0), (0, 0), "#", PositionEncoding.UTF16)
+    assert doc.split_into(2) is None, "another row changed"
+
+
+def test_a_split_counts_only_when_nothing_else_had_changed() -> None:
+    doc = Document("file:///s.py", "python", 1, "a = 1\nb = 2\nc = 3\n")
+    doc.apply_change((0, 0), (0, 0), "#", PositionEncoding.UTF16)
+    doc.apply_change((1, 5), (1, 5), "\n\n", PositionEncoding.UTF16)
+    assert doc.split_into(3) is None, "row 0 had changed since row 1's stamp"
+    doc.apply_change((3, 0), (3, 0), "x", PositionEncoding.UTF16)
+    doc.apply_change((3, 1), (4, 0), "", PositionEncoding.UTF16)
+    assert doc.split_into(3) is None, "a change across rows is no split"
+    before = doc.stamp_except(3)
+    doc.apply_change((3, 0), (3, 1), "y\nz\n", PositionEncoding.UTF16)
+    assert doc.split_into(5) == Split(row=3, added=2, before=before)

@@ -7,7 +7,7 @@ import pytest
 from lsp_spark.context.budget import Budget
 from lsp_spark.context.builder import BuiltContext, ContextOptions, build_context
 from lsp_spark.documents import PositionEncoding
-from lsp_spark.syntax.outline import cursor_region, stays_code
+from lsp_spark.syntax.outline import cursor_region, ends_in_code, stays_code
 from lsp_spark.workspace import Workspace
 
 URI = "file:///project/app.py"
@@ -134,3 +134,129 @@ def test_the_cursor_is_called_code_without_the_tree_only_when_the_tree_agrees(
                 document.offset_at(row, column, PositionEncoding.UTF32)
             )
             assert cursor_region(syntax, cursor_byte) == "code", (language, line_prefix)
+
+
+def retype(
+    language: str, text: str, first: int, last: int, budget: int = 600
+) -> tuple[int, int, list[int]]:
+    """Delete rows [first, last) of `text`, then type them back as an editor would: Enter
+    brings the row's indentation, then the rest of the row arrives. At each new row the
+    context is built, then built again with nothing remembered (the full read), and the
+    two must agree. Returns how many new rows were read from the row above without the
+    tree, how many were read in full, and the rows read in full."""
+    lines = text.split("\n")
+    workspace = Workspace()
+    uri = f"file:///project/retyped.{language}"
+    kept = "\n".join(lines[:first] + lines[last:])
+    workspace.open(uri, language, 1, kept)
+    workspace.refresh_outline(uri)
+    document, syntax = workspace.documents.get(uri), workspace.tree(uri)
+    assert document is not None and syntax is not None
+    options = ContextOptions(budget=Budget(budget), max_lines=8)
+    version, row, column = 1, first - 1, len(lines[first - 1])
+    derived, full, full_rows = 0, 0, []
+    assert build_context(workspace, document, row, column, options) is not None
+    for line in lines[first:last]:
+        indent = line[: len(line) - len(line.lstrip())]
+        version += 1
+        at = (row, column)
+        workspace.change(uri, version, [(at, at, "\n" + indent)], PositionEncoding.UTF16)
+        row, column = row + 1, len(indent)
+        tree_version, top = syntax.version, workspace.window_tops.get(uri)
+        quick = build_context(workspace, document, row, column, options)
+        if syntax.version == tree_version:
+            derived += 1
+        else:
+            full += 1
+            full_rows.append(row)
+        remembered = workspace.row_contexts.pop(uri)
+        if top is not None:
+            workspace.window_tops[uri] = top
+        fresh = build_context(workspace, document, row, column, options)
+        assert (quick is None) == (fresh is None), line
+        if quick is not None and fresh is not None:
+            assert quick.window.prefix == fresh.window.prefix, line
+            assert quick.window.suffix == fresh.window.suffix, line
+            assert (quick.related, quick.sources) == (fresh.related, fresh.sources), line
+            assert quick.cursor.multiline == fresh.cursor.multiline, line
+        workspace.row_contexts[uri] = remembered
+        if rest := line[len(indent) :]:
+            version += 1
+            at = (row, column)
+            workspace.change(uri, version, [(at, at, rest)], PositionEncoding.UTF16)
+            column += len(rest)
+            build_context(workspace, document, row, column, options)
+    return derived, full, full_rows
+
+
+def test_a_row_made_by_enter_reads_what_a_full_read_would_without_the_tree() -> None:
+    import textwrap
+
+    with open(textwrap.__file__, encoding="utf-8") as source:
+        text = source.read()
+    lines = text.split("\n")
+    start = next(n for n, line in enumerate(lines) if "def _wrap_chunks" in line) + 1
+    end = next(n for n, line in enumerate(lines) if "def _split_chunks" in line)
+    derived, full, _ = retype("python", text, start, end)
+    # Comments, docstrings, blank lines and dedents are read in full; the rest are not.
+    assert derived > 0.3 * (derived + full) and full > 0, (derived, full)
+
+
+JS_TEXT = """class Cart {
+  constructor(items) {
+    this.items = items;
+  }
+
+  total(rate) {
+    let sum = 0;
+    for (const item of this.items) {
+      const price = item.price * item.count;
+      sum += price;
+    }
+    return sum * (1 + rate);
+  }
+}
+"""
+
+
+def test_enter_after_a_closing_brace_a_dedent_or_a_string_reads_the_row_in_full() -> None:
+    derived, _, full_rows = retype("javascript", JS_TEXT, 6, 13, budget=2048)
+    assert derived > 0
+    # After `sum += price;` the next row steps back; after `}` a scope closed.
+    assert {10, 11} <= set(full_rows), full_rows
+    # After `return 1` the next row steps back; after a string the tree must say where
+    # the row starts; after a line comment alone it need not.
+    python = 'def f(x):\n    if x:\n        return 1\n    y = "s"\n    z = x # n\n    return y\n'
+    _, _, full_rows = retype("python", python, 2, 6, budget=2048)
+    assert full_rows == [3, 4], full_rows
+
+
+END_CASES = [
+    ("python", "x = 1  # a comment"),
+    ("python", 'y = "#" # c'),
+    ("python", "s = '''doc # not a comment"),
+    ("python", "total = a + \\"),
+    ("javascript", "let v = w / 2 // c"),
+    ("javascript", "const t = `a // b"),
+    ("c", "int a; // c /* d"),
+    ("c", "int b; // continued \\"),
+    ("cpp", "/* open // still"),
+    ("go", "x := 1 // done"),
+    ("shellscript", "echo $HOME # c"),
+    ("rust", 'let s = "a"; // c'),
+]
+
+
+@pytest.mark.parametrize(("language", "line"), END_CASES)
+def test_the_next_row_is_called_code_without_the_tree_only_when_the_tree_agrees(
+    language: str, line: str
+) -> None:
+    workspace = Workspace()
+    uri = f"file:///project/case.{language}"
+    workspace.open(uri, language, 1, f"{line}\nnext\n")
+    document = workspace.documents.get(uri)
+    syntax = workspace.tree(uri)
+    assert document is not None and syntax is not None
+    next_start = document.byte_offset_at(document.offset_at(1, 0, PositionEncoding.UTF32))
+    if ends_in_code(language, True, line):
+        assert cursor_region(syntax, next_start) == "code", (language, line)

@@ -29,6 +29,9 @@ RELATED_DEADLINE = 0.004
 """Seconds all related-code sources may take together; the rest are skipped, not awaited.
 (Wall time: the thread's CPU clock is a system call that cost more than the sources.)"""
 PROMPT_ORDER = ("imports", "open_files", "definitions", "recent_edits", "scopes")
+BLOCK_OPENERS = frozenset(":{([")
+"""A row ending in one of these may be followed by a deeper one in the same scope or in a
+scope it opens."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +64,9 @@ class _RowContext:
     indent_unit: str
     starts_in_code: bool
     """The row's first character is code (not inside a string or comment that began above)."""
+    indent: int
+    """The row's indentation when it was read (the cursor's column on a blank row): the
+    scopes found depend on it."""
     scopes: tuple[src.Snippet, ...]
     imports: tuple[src.Snippet, ...]
     definitions: tuple[src.Snippet, ...]
@@ -80,8 +86,12 @@ def build_context(
     stamps = (document.stamp_except(row), workspace.stamp_except(uri))
     key = None if None in stamps else (row, *stamps, options)
     known = workspace.row_contexts.get(uri)
-    if not isinstance(known, _RowContext) or key is None or known.key != key:
+    if not isinstance(known, _RowContext) or key is None:
         known = None
+    split_from = rows_split = None
+    if known is not None and known.key != key:
+        rows_split = _rows_split_from(document, known, row, key)
+        split_from, known = (known if rows_split else None), None
     budget = options.budget
     prefix_tokens = budget.tokens - budget.suffix_tokens - budget.related_tokens
     aligners: dict[str, Callable[[int], int]] = {}
@@ -90,6 +100,11 @@ def build_context(
             "first_row_at_or_after": partial(boundaries.statement_start_at_or_after, syntax),
             "last_row_at_or_before": partial(boundaries.statement_end_at_or_before, syntax),
         }
+    surroundings = None
+    if known is not None:
+        surroundings = known.surroundings
+    elif split_from is not None and rows_split:
+        surroundings = split_from.surroundings.moved_down(rows_split)
     window = cursor_window(
         document.lines,
         document.line_count,
@@ -98,18 +113,19 @@ def build_context(
         prefix_chars=budget.chars(prefix_tokens),
         suffix_chars=budget.chars(budget.suffix_tokens),
         previous_top=workspace.window_tops.get(uri),
-        surroundings=known.surroundings if known is not None else None,
+        surroundings=surroundings,
         **aligners,
     )
-    if known is not None and window.surroundings is not known.surroundings:
-        known = None
+    if window.surroundings is not surroundings:
+        known = split_from = None
     workspace.window_tops[uri] = window.rows.start
     cursor_offset = document.offset_at(row, column, PositionEncoding.UTF32)
     cursor_byte = document.byte_offset_at(cursor_offset)
+    starts_in_code = known.starts_in_code if known is not None else split_from is not None
     if syntax is None or (
-        known is not None
+        starts_in_code
         and len(window.line_prefix) == column
-        and outline.stays_code(document.language_id, known.starts_in_code, window.line_prefix)
+        and outline.stays_code(document.language_id, True, window.line_prefix)
     ):
         region: outline.Region = "code"
     else:
@@ -126,7 +142,9 @@ def build_context(
     if mode is Mode.NONE:
         return None
     if known is None:
-        known = _read_row(workspace, document, syntax, row, cursor_byte, window, options, key)
+        known = _read_row(
+            workspace, document, syntax, row, cursor_byte, window, options, key, split_from
+        )
         if known.key:
             workspace.row_contexts[uri] = known
     related, sources = _with_line_definitions(known, workspace, document, window, options)
@@ -146,6 +164,43 @@ def build_context(
         ),
     )
     return BuiltContext(window=window, related=related, cursor=cursor, sources=sources)
+
+
+def _indent_width(line: str) -> int:
+    return len(line) - len(line.lstrip(" \t"))
+
+
+def _rows_split_from(
+    document: Document, parent: _RowContext, row: int, key: tuple[object, ...] | None
+) -> list[str]:
+    """The rows a split (Enter) put above `row`, the row `parent` was read for first, when
+    what `parent` read still holds for `row`: nothing else changed, those rows stay in code
+    (so `row` starts in it) and close no scope, and the indentation holds or deepens only
+    after a row that opens a block (whose header is then in the window). So the scopes
+    whose headers the window cut off are the same. Empty otherwise."""
+    split = document.split_into(row)
+    if (
+        split is None
+        or key is None
+        or not parent.starts_in_code
+        or parent.key != (split.row, split.before, *key[2:])
+    ):
+        return []
+    rows = document.lines(split.row, row + 1)
+    depth, opens = parent.indent, False
+    for text in rows:
+        if text is rows[-1]:
+            width = _indent_width(text)
+        elif "}" in text or not outline.ends_in_code(document.language_id, True, text):
+            return []
+        elif not text.strip():
+            continue
+        else:
+            width = _indent_width(text)
+        if width != depth and not (opens and width > depth):
+            return []
+        depth, opens = width, text.rstrip()[-1:] in BLOCK_OPENERS
+    return rows[:-1]
 
 
 INDENT_SAMPLE_CHARS = 2000
@@ -172,16 +227,23 @@ def _read_row(
     window: CursorWindow,
     options: ContextOptions,
     key: tuple[object, ...] | None,
+    split_from: _RowContext | None,
 ) -> _RowContext:
     """Run the enabled sources by priority until the deadline runs out; a row whose
-    sources were cut short is not remembered (its key is empty)."""
+    sources were cut short is not remembered (its key is empty). A row split from
+    another takes that row's scopes (see `_rows_split_from`): the syntax tree is not
+    needed before the request goes out."""
     deadline = time.perf_counter() + RELATED_DEADLINE
     origin = src.filename_of(document.uri)
     outlines = workspace.outlines
     enabled = options.sources
     found: dict[str, tuple[src.Snippet, ...]] = {}
     proposals: list[tuple[str, Callable[[], list[src.Snippet]]]] = []
-    if syntax is not None and "scopes" in enabled:
+    if split_from is not None:
+        found["scopes"] = tuple(
+            snippet for snippet in split_from.scopes if snippet.text not in window.prefix
+        )
+    elif syntax is not None and "scopes" in enabled:
         proposals.append(
             (
                 "scopes",
@@ -221,13 +283,17 @@ def _read_row(
             break
         found[name] = tuple(propose())
     groups = [found.get(name, ()) for name in ("scopes", "imports", "definitions", "recent")]
-    line_start = document.byte_offset_at(document.offset_at(row, 0, PositionEncoding.UTF32))
     related, sources = _choose(options, document.language_id, *groups)
     return _RowContext(
         key=key or (),
         surroundings=window.surroundings,
         indent_unit=_indent_unit(workspace, document.uri, window),
-        starts_in_code=syntax is None or outline.cursor_region(syntax, line_start) == "code",
+        starts_in_code=split_from is not None or _starts_in_code(syntax, document, row),
+        indent=(
+            len(window.line_prefix)
+            if not window.line_prefix.strip()
+            else _indent_width(window.line_prefix)
+        ),
         scopes=groups[0],
         imports=groups[1],
         definitions=groups[2],
@@ -235,6 +301,13 @@ def _read_row(
         related=related,
         sources=sources,
     )
+
+
+def _starts_in_code(syntax: SyntaxTree | None, document: Document, row: int) -> bool:
+    if syntax is None:
+        return True
+    line_start = document.byte_offset_at(document.offset_at(row, 0, PositionEncoding.UTF32))
+    return outline.cursor_region(syntax, line_start) == "code"
 
 
 def _definitions(

@@ -148,6 +148,21 @@ def stays_code(language_id: str, line_start_in_code: bool, line_prefix: str) -> 
     )
 
 
+_LINE_COMMENT = {"python": "#", "shellscript": "#", "json": None}
+
+
+def ends_in_code(language_id: str, line_start_in_code: bool, line: str) -> bool:
+    """Whether the next line starts in code, without asking the syntax tree: this one
+    starts in code and nothing on it before a line comment can open a string or comment
+    (nor can the comment go on to the next line)."""
+    if stays_code(language_id, line_start_in_code, line):
+        return True
+    marker = _LINE_COMMENT.get(language_id, "//")
+    if marker is None or marker not in line or line.rstrip().endswith("\\"):
+        return False
+    return stays_code(language_id, line_start_in_code, line[: line.index(marker)])
+
+
 def cursor_region(syntax: SyntaxTree, byte_offset: int) -> Region:
     """Whether the cursor is in a comment, a string (docstrings and templates too) or code.
 
@@ -357,7 +372,8 @@ def _header(document: Document, scope: Node, body: Node | None) -> str:
         before = before.prev_sibling
     header = _signature(document, scope, body.start_byte if before is None else before.end_byte)
     opening_end = body.start_byte
-    for index in range(body.child_count):
+    # Not the last child: in an empty body that is the closing token.
+    for index in range(body.child_count - 1):
         token = body.child(index)
         if token is None or token.is_named:
             break

@@ -63,6 +63,9 @@ class SyntaxTree:
     @property
     def tree(self) -> Tree:
         """The current tree: reparsed incrementally (reusing the edited tree) if edits came in."""
+        return self.refresh()
+
+    def refresh(self) -> Tree:
         if self._stale or self._tree is None:
             source = self.document.utf8
             old = self._tree
