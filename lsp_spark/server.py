@@ -253,6 +253,10 @@ class SparkServer(LanguageServer):
             return empty
         remembered = self.engine.recall(cursor.document, cursor.row, cursor.column)
         if remembered is not None:
+            # Once the answer is out, while the user reads it: a tree kept current keystroke
+            # by keystroke costs a small reparse each time, and the next row's context (or
+            # the check of its suggestion) none.
+            self.files.parse_soon(uri)
             return render(cursor, remembered)
         return upstream(cursor)
 
