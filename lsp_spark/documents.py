@@ -96,16 +96,8 @@ class ChangeStamp:
         return self._count if self._only is None or self._only == key else None
 
 
-@dataclass(frozen=True, slots=True)
-class Split:
-    """A change within one row that made it several (Enter): the rows above it are as they
-    were, the rows below only moved down by `added`."""
-
-    row: int
-    added: int
-    before: int
-    """The row's stamp (`Document.stamp_except`) just before the split; the last new
-    row's is one more, while nothing else changes."""
+SPLITS_KEPT = 64
+"""Line splits remembered in a row (each Enter of a typing run), for `grown_from`."""
 
 
 class UnknownDocumentError(KeyError):
@@ -226,7 +218,7 @@ class Document:
         "_char_at",
         "_lone_cr",
         "_row_at",
-        "_split",
+        "_splits",
         "_stamp",
         "_text",
         "language_id",
@@ -237,7 +229,9 @@ class Document:
     language_id: str
     version: int
     _text: str | None
-    _split: Split | None
+    _splits: list[tuple[int, int]]
+    """A run of line splits, each of the row the one before it made, as (row, stamp) at
+    each split: the row's stamp just before it, and for the last row made, just after."""
 
     def __init__(self, uri: str, language_id: str, version: int, text: str) -> None:
         self.uri = uri
@@ -288,13 +282,18 @@ class Document:
         edit was to another line): what was read from the other lines can be reused."""
         return self._stamp.except_(row)
 
-    def split_into(self, row: int) -> Split | None:
-        """The split that made `row` the last of its new rows, when no other row has
-        changed since: what was read around the row it split from can be moved down."""
-        split = self._split
-        if split is None or split.row + split.added != row:
+    def grown_from(self, row: int, stamp: int) -> int | None:
+        """The row the cursor's line has become when, since `row` had `stamp`, every change
+        was to the last row of a run that starts at `row` and grows by line splits (Enter):
+        the rows above `row` are as they were, the rows below the run only moved down.
+        None otherwise."""
+        splits = self._splits
+        if len(splits) < 2:
             return None
-        return split if self._stamp.except_(row) == split.before + 1 else None
+        last, last_stamp = splits[-1]
+        if self._stamp.except_(last) != last_stamp or (row, stamp) not in splits[:-1]:
+            return None
+        return last
 
     def offset_at(self, line: int, character: int, encoding: PositionEncoding) -> int:
         """Code point offset of an LSP position, clamped the way editors expect.
@@ -405,14 +404,12 @@ class Document:
             new_lines.pop()
         self._replace_lines(first, last, new_lines)
         if first != last:
-            self._split = None
+            self._splits = []
             self._stamp.changed_everywhere()
         elif len(new_lines) == 1:
             self._stamp.changed(first)
         else:
-            added = len(new_lines) - 1
-            before = self._stamp.moved(first, first + added)
-            self._split = None if before is None else Split(first, added, before)
+            self._note_split(first, first + len(new_lines) - 1)
 
         newlines = new_text.count("\n")
         if newlines:
@@ -431,7 +428,7 @@ class Document:
 
     def _reset(self, text: str) -> None:
         self._stamp.changed_everywhere()
-        self._split = None
+        self._splits = []
         lines = _split_lines(text)
         self._blocks = _chunk(lines, [_utf8_len(line) for line in lines])
         self._lone_cr = sum(block.lone_cr for block in self._blocks)
@@ -440,6 +437,17 @@ class Document:
         self._byte_at = [0]
         self._reindex(0)
         self._text = text
+
+    def _note_split(self, row: int, last_new_row: int) -> None:
+        before = self._stamp.moved(row, last_new_row)
+        splits = self._splits
+        if before is None:
+            splits.clear()
+            return
+        if not splits or splits[-1] != (row, before):
+            splits[:] = [(row, before)]
+        splits.append((last_new_row, before + 1))
+        del splits[:-SPLITS_KEPT]
 
     def _reindex(self, first: int) -> None:
         """Refresh the per-block prefix tables from block ``first`` on; earlier ones still hold."""

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import partial
+from typing import NamedTuple
 
 from lsp_spark.context import CursorWindow, Surroundings, cursor_window
 from lsp_spark.context import sources as src
@@ -53,13 +54,25 @@ class ContextOptions:
     indent_unit: str | None = None
 
 
+class _RowKey(NamedTuple):
+    """What a row's reading depends on besides the row's own text."""
+
+    row: int
+    document: int
+    """`Document.stamp_except(row)`."""
+    workspace: int
+    """`Workspace.stamp_except(uri)`."""
+    options: ContextOptions
+
+
 @dataclass(frozen=True, slots=True)
 class _RowContext:
     """What was read for the cursor's row. It holds while only that row's text changes
     (and nothing else in the workspace), so typing along a row reads the rest once; the
     line itself is looked at on every keystroke."""
 
-    key: tuple[object, ...]
+    key: _RowKey | None
+    """None when the row's sources were cut short: it is not remembered."""
     surroundings: Surroundings
     indent_unit: str
     starts_in_code: bool
@@ -83,8 +96,10 @@ def build_context(
     """None when nothing should be suggested here."""
     uri = document.uri
     syntax = workspace.tree(uri)
-    stamps = (document.stamp_except(row), workspace.stamp_except(uri))
-    key = None if None in stamps else (row, *stamps, options)
+    document_stamp, workspace_stamp = document.stamp_except(row), workspace.stamp_except(uri)
+    key = None
+    if document_stamp is not None and workspace_stamp is not None:
+        key = _RowKey(row, document_stamp, workspace_stamp, options)
     known = workspace.row_contexts.get(uri)
     if not isinstance(known, _RowContext) or key is None:
         known = None
@@ -145,7 +160,7 @@ def build_context(
         known = _read_row(
             workspace, document, syntax, row, cursor_byte, window, options, key, split_from
         )
-        if known.key:
+        if known.key is not None:
             workspace.row_contexts[uri] = known
     related, sources = _with_line_definitions(known, workspace, document, window, options)
     cursor = CursorContext(
@@ -171,22 +186,24 @@ def _indent_width(line: str) -> int:
 
 
 def _rows_split_from(
-    document: Document, parent: _RowContext, row: int, key: tuple[object, ...] | None
+    document: Document, parent: _RowContext, row: int, key: _RowKey | None
 ) -> list[str]:
-    """The rows a split (Enter) put above `row`, the row `parent` was read for first, when
-    what `parent` read still holds for `row`: nothing else changed, those rows stay in code
+    """The rows that line splits (Enter) put above `row`, the row `parent` was read for
+    first, when what `parent` read still holds for `row`: nothing else changed (see
+    `Document.grown_from`), those rows stay in code
     (so `row` starts in it) and close no scope, and the indentation holds or deepens only
     after a row that opens a block (whose header is then in the window). So the scopes
     whose headers the window cut off are the same. Empty otherwise."""
-    split = document.split_into(row)
+    known = parent.key
     if (
-        split is None
-        or key is None
+        key is None
+        or known is None
+        or (known.workspace, known.options) != (key.workspace, key.options)
         or not parent.starts_in_code
-        or parent.key != (split.row, split.before, *key[2:])
+        or document.grown_from(known.row, known.document) != row
     ):
         return []
-    rows = document.lines(split.row, row + 1)
+    rows = document.lines(known.row, row + 1)
     depth, opens = parent.indent, False
     for text in rows:
         if text is rows[-1]:
@@ -226,11 +243,11 @@ def _read_row(
     cursor_byte: int,
     window: CursorWindow,
     options: ContextOptions,
-    key: tuple[object, ...] | None,
+    key: _RowKey | None,
     split_from: _RowContext | None,
 ) -> _RowContext:
     """Run the enabled sources by priority until the deadline runs out; a row whose
-    sources were cut short is not remembered (its key is empty). A row split from
+    sources were cut short is not remembered (its key is None). A row split from
     another takes that row's scopes (see `_rows_split_from`): the syntax tree is not
     needed before the request goes out."""
     deadline = time.perf_counter() + RELATED_DEADLINE
@@ -285,7 +302,7 @@ def _read_row(
     groups = [found.get(name, ()) for name in ("scopes", "imports", "definitions", "recent")]
     related, sources = _choose(options, document.language_id, *groups)
     return _RowContext(
-        key=key or (),
+        key=key,
         surroundings=window.surroundings,
         indent_unit=_indent_unit(workspace, document.uri, window),
         starts_in_code=split_from is not None or _starts_in_code(syntax, document, row),
