@@ -231,16 +231,21 @@ JS_TEXT = """class Cart {
 """
 
 
-def test_enter_after_a_closing_brace_a_dedent_or_a_string_reads_the_row_in_full() -> None:
+def test_a_row_after_a_brace_a_string_or_a_dedent_into_code_below_is_read_in_full() -> None:
     derived, _, full_rows = retype("javascript", JS_TEXT, 6, 13, budget=2048)
     assert derived > 0
     # After `sum += price;` the next row steps back; after `}` a scope closed.
     assert {10, 11} <= set(full_rows), full_rows
-    # After `return 1` the next row steps back; after a string the tree must say where
-    # the row starts; after a line comment alone it need not.
+    # After `return 1` the row steps back out of a block whose text ended there: known
+    # without the tree. After a string the tree must say where the row starts; after a
+    # line comment alone it need not.
     python = 'def f(x):\n    if x:\n        return 1\n    y = "s"\n    z = x # n\n    return y\n'
     _, _, full_rows = retype("python", python, 2, 6, budget=2048)
-    assert full_rows == [3, 4], full_rows
+    assert full_rows == [4], full_rows
+    # Stepping back to a method's column while its body goes on below.
+    python = "class C:\n    def m(self):\n        a = 1\n    x = 2\n        b = 3\n"
+    _, _, full_rows = retype("python", python, 2, 4, budget=2048)
+    assert full_rows == [3], full_rows
 
 
 END_CASES = [

@@ -31,6 +31,8 @@ RELATED_DEADLINE = 0.004
 (Wall time: the thread's CPU clock is a system call that cost more than the sources.)"""
 PROMPT_ORDER = ("imports", "open_files", "definitions", "recent_edits", "scopes")
 BLOCK_OPENERS = frozenset(":{([")
+INDENTED_SCOPES = frozenset({"python"})
+"""Languages whose scopes end where the indentation steps back to their header's."""
 """A row ending in one of these may be followed by a deeper one in the same scope or in a
 scope it opens."""
 
@@ -66,6 +68,17 @@ class _RowKey(NamedTuple):
 
 
 @dataclass(frozen=True, slots=True)
+class _Enclosing:
+    """A scope around the row read, with what says whether a later row is still in it."""
+
+    header: src.Snippet
+    column: int
+    open_ended: bool
+    """Its text ends on the row read (none of it below yet): in Python it takes in the rows
+    typed after, while they are indented deeper."""
+
+
+@dataclass(frozen=True, slots=True)
 class _RowContext:
     """What was read for the cursor's row. It holds while only that row's text changes
     (and nothing else in the workspace), so typing along a row reads the rest once; the
@@ -80,7 +93,9 @@ class _RowContext:
     indent: int
     """The row's indentation when it was read (the cursor's column on a blank row): the
     scopes found depend on it."""
+    enclosing: tuple[_Enclosing, ...]
     scopes: tuple[src.Snippet, ...]
+    """The headers of `enclosing` that the window cut off."""
     imports: tuple[src.Snippet, ...]
     definitions: tuple[src.Snippet, ...]
     """Signatures of the names used above the cursor's line, nearest first."""
@@ -103,10 +118,9 @@ def build_context(
     known = workspace.row_contexts.get(uri)
     if not isinstance(known, _RowContext) or key is None:
         known = None
-    split_from = rows_split = None
+    split_from = None
     if known is not None and known.key != key:
-        rows_split = _rows_split_from(document, known, row, key)
-        split_from, known = (known if rows_split else None), None
+        split_from, known = _split_from(document, known, row, key), None
     budget = options.budget
     prefix_tokens = budget.tokens - budget.suffix_tokens - budget.related_tokens
     aligners: dict[str, Callable[[int], int]] = {}
@@ -118,8 +132,8 @@ def build_context(
     surroundings = None
     if known is not None:
         surroundings = known.surroundings
-    elif split_from is not None and rows_split:
-        surroundings = split_from.surroundings.moved_down(rows_split)
+    elif split_from is not None:
+        surroundings = split_from.parent.surroundings.moved_down(split_from.rows)
     window = cursor_window(
         document.lines,
         document.line_count,
@@ -185,15 +199,24 @@ def _indent_width(line: str) -> int:
     return len(line) - len(line.lstrip(" \t"))
 
 
-def _rows_split_from(
+@dataclass(frozen=True, slots=True)
+class _Split:
+    parent: _RowContext
+    rows: list[str]
+    """The rows the splits put above the cursor's, the parent's first."""
+    enclosing: tuple[_Enclosing, ...]
+    """The parent's scopes that still enclose the cursor's row."""
+
+
+def _split_from(
     document: Document, parent: _RowContext, row: int, key: _RowKey | None
-) -> list[str]:
-    """The rows that line splits (Enter) put above `row`, the row `parent` was read for
-    first, when what `parent` read still holds for `row`: nothing else changed (see
-    `Document.grown_from`), those rows stay in code
-    (so `row` starts in it) and close no scope, and the indentation holds or deepens only
-    after a row that opens a block (whose header is then in the window). So the scopes
-    whose headers the window cut off are the same. Empty otherwise."""
+) -> _Split | None:
+    """What `parent` read, moved to `row`, when line splits (Enter) made `row` from the
+    parent's row and it still holds: nothing else changed (see `Document.grown_from`), the
+    rows the splits made stay in code (so `row` starts in it) and close no brace, the
+    indentation deepens only after a row that opens a block (whose header is then in the
+    window), and where it steps back (Python) it leaves only scopes whose text ended on
+    the parent's row. So the scopes whose headers the window cut off are known."""
     known = parent.key
     if (
         key is None
@@ -202,22 +225,26 @@ def _rows_split_from(
         or not parent.starts_in_code
         or document.grown_from(known.row, known.document) != row
     ):
-        return []
+        return None
+    language = document.language_id
     rows = document.lines(known.row, row + 1)
-    depth, opens = parent.indent, False
+    depth, lowest, opens = parent.indent, parent.indent, False
     for text in rows:
-        if text is rows[-1]:
-            width = _indent_width(text)
-        elif "}" in text or not outline.ends_in_code(document.language_id, True, text):
-            return []
-        elif not text.strip():
-            continue
-        else:
-            width = _indent_width(text)
-        if width != depth and not (opens and width > depth):
-            return []
-        depth, opens = width, text.rstrip()[-1:] in BLOCK_OPENERS
-    return rows[:-1]
+        if text is not rows[-1]:
+            if "}" in text or not outline.ends_in_code(language, True, text):
+                return None
+            if not text.strip():
+                continue
+        width = _indent_width(text)
+        if (width > depth and not opens) or (width < depth and language not in INDENTED_SCOPES):
+            return None
+        depth, lowest, opens = width, min(lowest, width), text.rstrip()[-1:] in BLOCK_OPENERS
+    enclosing = parent.enclosing
+    if lowest < parent.indent:
+        if any(lowest <= scope.column and not scope.open_ended for scope in enclosing):
+            return None
+        enclosing = tuple(scope for scope in enclosing if lowest > scope.column)
+    return _Split(parent, rows[:-1], enclosing)
 
 
 INDENT_SAMPLE_CHARS = 2000
@@ -244,7 +271,7 @@ def _read_row(
     window: CursorWindow,
     options: ContextOptions,
     key: _RowKey | None,
-    split_from: _RowContext | None,
+    split_from: _Split | None,
 ) -> _RowContext:
     """Run the enabled sources by priority until the deadline runs out; a row whose
     sources were cut short is not remembered (its key is None). A row split from
@@ -256,19 +283,20 @@ def _read_row(
     enabled = options.sources
     found: dict[str, tuple[src.Snippet, ...]] = {}
     proposals: list[tuple[str, Callable[[], list[src.Snippet]]]] = []
+    enclosing: tuple[_Enclosing, ...] = ()
     if split_from is not None:
-        found["scopes"] = tuple(
-            snippet for snippet in split_from.scopes if snippet.text not in window.prefix
-        )
+        enclosing = split_from.enclosing
     elif syntax is not None and "scopes" in enabled:
-        proposals.append(
-            (
-                "scopes",
-                lambda: src.scope_headers(
-                    outline.enclosing_scopes(syntax, cursor_byte), window.prefix, origin
-                ),
+        row_end = cursor_byte + len(window.line_suffix.encode("utf-8", "surrogatepass"))
+        enclosing = tuple(
+            _Enclosing(
+                src.Snippet("scopes", origin, scope.header), scope.column, scope.end_byte <= row_end
             )
+            for scope in outline.enclosing_scopes(syntax, cursor_byte)
         )
+    found["scopes"] = tuple(
+        scope.header for scope in enclosing if scope.header.text not in window.prefix
+    )
     if "imports" in enabled:
         proposals.append(
             ("imports", lambda: src.file_imports(outlines.get(document.uri), window.rows, origin))
@@ -311,6 +339,7 @@ def _read_row(
             if not window.line_prefix.strip()
             else _indent_width(window.line_prefix)
         ),
+        enclosing=enclosing,
         scopes=groups[0],
         imports=groups[1],
         definitions=groups[2],

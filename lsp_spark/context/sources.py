@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from urllib.parse import unquote, urlparse
 
 from lsp_spark.documents import Document
-from lsp_spark.syntax.outline import Scope
 from lsp_spark.workspace import Outline
 
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -42,13 +41,6 @@ def identifiers_near(prefix: str, line_suffix: str) -> list[str]:
     for name in reversed(IDENTIFIER.findall(recent)):
         seen.setdefault(name, None)
     return list(seen)
-
-
-def scope_headers(scopes: Iterable[Scope], prefix: str, origin: str) -> list[Snippet]:
-    """Headers of enclosing classes and functions that the prefix window cut off."""
-    return [
-        Snippet("scopes", origin, scope.header) for scope in scopes if scope.header not in prefix
-    ]
 
 
 def file_imports(outline: Outline | None, window_rows: range, origin: str) -> list[Snippet]:

@@ -54,6 +54,9 @@ class Scope:
     start_byte: int
     end_byte: int
     body_start_byte: int | None
+    column: int
+    """Where the scope starts on its line, in bytes: in Python, rows indented no deeper
+    are outside it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +103,7 @@ def enclosing_scopes(syntax: SyntaxTree, byte_offset: int) -> list[Scope]:
             start_byte=scope.start_byte,
             end_byte=scope.end_byte,
             body_start_byte=None if body is None else body.start_byte,
+            column=scope.start_point.column,
         )
         for scope, body, pattern in ordered
     ]
