@@ -306,6 +306,13 @@ class Document:
         block = self._blocks[bi]
         return self._char_at[bi] + sum(map(len, block.lines[:k])) + col
 
+    def clamp(self, line: int, character: int, encoding: PositionEncoding) -> tuple[int, int, int]:
+        """A client position clamped as `offset_at` clamps it: its row, its code point
+        column, and its character in `encoding` (one lookup, for every request)."""
+        bi, k, col = self._locate(line, character, encoding)
+        content = self._blocks[bi].lines[k].rstrip("\r\n")
+        return self._row_at[bi] + k, col, _units_from_col(content, col, encoding)
+
     def position_at(self, offset: int, encoding: PositionEncoding) -> Position:
         """LSP position of a code point offset; offsets inside a line terminator map before it."""
         bi, k, col = self._find(offset)

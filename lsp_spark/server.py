@@ -216,10 +216,8 @@ class SparkServer(LanguageServer):
         document = self.files.documents.get(uri)
         if document is None:
             return None
-        offset = document.offset_at(line, character, self.encoding)
-        row, column = document.position_at(offset, PositionEncoding.UTF32)
-        line, character = document.position_at(offset, self.encoding)
-        return Cursor(document, row, column, {"line": line, "character": character})
+        row, column, character = document.clamp(line, character, self.encoding)
+        return Cursor(document, row, column, {"line": row, "character": character})
 
     def replaced_range(self, cursor: Cursor, chars: int) -> dict[str, Any]:
         """The range from the cursor over `chars` code points of its line."""

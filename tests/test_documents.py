@@ -480,6 +480,27 @@ def test_edits_match_reference_model(size: int | None, text: str, edits: list[Ed
             assert_matches_reference(doc, text)
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    text=texts(ALPHABET, 30),
+    encoding=st.sampled_from(ENCODINGS),
+    line=st.integers(-2, 12),
+    character=st.integers(-2, 40),
+)
+def test_clamp_agrees_with_the_offset_round_trip(
+    text: str, encoding: PositionEncoding, line: int, character: int
+) -> None:
+    with block_size(2):
+        doc = Document("u", "plaintext", 1, text)
+        offset = doc.offset_at(line, character, encoding)
+        row, column = doc.position_at(offset, PositionEncoding.UTF32)
+        assert doc.clamp(line, character, encoding) == (
+            row,
+            column,
+            doc.position_at(offset, encoding)[1],
+        )
+
+
 @pytest.mark.parametrize("size", [2, None])
 @settings(max_examples=200, deadline=None)
 @given(text=texts(ALPHABET, 30), encoding=st.sampled_from(ENCODINGS), data=st.data())

@@ -11,6 +11,7 @@ import posixpath
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from urllib.parse import unquote, urlparse
 
 from lsp_spark.documents import Document
@@ -21,6 +22,7 @@ NEAR_CURSOR_CHARS = 800
 EDIT_CONTEXT_ROWS = 2
 
 
+@lru_cache(maxsize=64)
 def filename_of(uri: str) -> str:
     """The file name a URI ends in, as shown to the model."""
     return posixpath.basename(unquote(urlparse(uri).path)) or uri
@@ -37,10 +39,7 @@ class Snippet:
 def identifiers_near(prefix: str, line_suffix: str) -> list[str]:
     """Names used just before (and on) the cursor's line, nearest first."""
     recent = prefix[-NEAR_CURSOR_CHARS:] + line_suffix
-    seen: dict[str, None] = {}
-    for name in reversed(IDENTIFIER.findall(recent)):
-        seen.setdefault(name, None)
-    return list(seen)
+    return list(dict.fromkeys(reversed(IDENTIFIER.findall(recent))))
 
 
 def file_imports(outline: Outline | None, window_rows: range, origin: str) -> list[Snippet]:
@@ -62,16 +61,18 @@ def definitions_of(
     current = outlines.get(current_uri)
     others = [(uri, outline) for uri, outline in outlines.items() if uri != current_uri]
     found: list[Snippet] = []
+    signatures = current.signatures if current is not None else {}
     for name in names:
-        signature = current.signatures.get(name) if current is not None else None
+        signature = signatures.get(name)
         source, uri = "definitions", current_uri
         if signature is None:
-            uri, signature = next(
-                ((uri, o.signatures[name]) for uri, o in others if name in o.signatures),
-                (current_uri, None),
-            )
-            source = "open_files"
-        if signature is not None and signature not in window:
+            for other_uri, other in others:
+                if (signature := other.signatures.get(name)) is not None:
+                    source, uri = "open_files", other_uri
+                    break
+            else:
+                continue
+        if signature not in window:
             found.append(Snippet(source, origin_of(uri), signature))
     return found
 
