@@ -389,7 +389,10 @@ class CompletionEngine:
         if built is None:
             self.stats.empty += 1
             return None
-        self.workspace.parse_soon(document.uri)
+        if built.cursor.multiline:
+            # A block suggestion is checked against the syntax tree: reparse while this
+            # request waits for the model. (A line's rarely is.)
+            self.workspace.parse_soon(document.uri)
         if time.monotonic() < self._paused_until:
             return None
         if delay := self.debounce.seconds(settings.debounce_ms):
