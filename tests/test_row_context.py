@@ -87,6 +87,21 @@ def test_a_name_typed_on_the_row_brings_its_definition() -> None:
     assert "def rescale(values, low, high):" in built(workspace, ROW, 27).related
 
 
+def test_a_row_made_by_enter_reads_other_files_again_but_not_the_tree() -> None:
+    workspace = workspace_with()
+    syntax = workspace.tree(URI)
+    assert syntax is not None
+    built(workspace, ROW, 4)
+    type_at(workspace, ROW, 4, "x = helper(1)")
+    workspace.open(OTHER, "python", 1, "def helper(value):\n    return value\n")
+    workspace.refresh_outline(OTHER)
+    type_at(workspace, ROW, 17, "\n    ", version=3)
+    tree_version = syntax.version
+    after = built(workspace, ROW + 1, 4)
+    assert syntax.version == tree_version, "the row above's reading was moved down"
+    assert "def helper(value):" in after.related
+
+
 def test_an_edit_in_another_document_refreshes_related_code() -> None:
     workspace = workspace_with()
     workspace.open(OTHER, "python", 1, "LIMIT = 1\n\n\n\nvalue = 2\n")

@@ -212,7 +212,8 @@ def _split_from(
     document: Document, parent: _RowContext, row: int, key: _RowKey | None
 ) -> _Split | None:
     """What `parent` read, moved to `row`, when line splits (Enter) made `row` from the
-    parent's row and it still holds: nothing else changed (see `Document.grown_from`), the
+    parent's row and it still holds: nothing else in the document changed (see
+    `Document.grown_from`; what other documents and outlines lend is read again), the
     rows the splits made stay in code (so `row` starts in it) and close no brace, the
     indentation deepens only after a row that opens a block (whose header is then in the
     window), and where it steps back (Python) it leaves only scopes whose text ended on
@@ -221,7 +222,7 @@ def _split_from(
     if (
         key is None
         or known is None
-        or (known.workspace, known.options) != (key.workspace, key.options)
+        or known.options != key.options
         or not parent.starts_in_code
         or document.grown_from(known.row, known.document) != row
     ):
