@@ -252,9 +252,9 @@ def test_a_row_after_a_brace_a_string_or_a_dedent_into_code_below_is_read_in_ful
     # After `sum += price;` the next row steps back; after `}` a scope closed.
     assert {10, 11} <= set(full_rows), full_rows
     # After `return 1` the row steps back out of a block whose text ended there: known
-    # without the tree. After a string the tree must say where the row starts; after a
-    # line comment alone it need not.
-    python = 'def f(x):\n    if x:\n        return 1\n    y = "s"\n    z = x # n\n    return y\n'
+    # without the tree. After a string with an escape the tree must say where the row
+    # starts; after a line comment or a plain closed string it need not.
+    python = 'def f(x):\n    if x:\n        return 1\n    y = "\\n"\n    z = x # n\n    return y\n'
     _, _, full_rows = retype("python", python, 2, 6, budget=2048)
     assert full_rows == [4], full_rows
     # Stepping back to a method's column while its body goes on below.
@@ -264,24 +264,31 @@ def test_a_row_after_a_brace_a_string_or_a_dedent_into_code_below_is_read_in_ful
 
 
 END_CASES = [
-    ("python", "x = 1  # a comment"),
-    ("python", 'y = "#" # c'),
-    ("python", "s = '''doc # not a comment"),
-    ("python", "total = a + \\"),
-    ("javascript", "let v = w / 2 // c"),
-    ("javascript", "const t = `a // b"),
-    ("c", "int a; // c /* d"),
-    ("c", "int b; // continued \\"),
-    ("cpp", "/* open // still"),
-    ("go", "x := 1 // done"),
-    ("shellscript", "echo $HOME # c"),
-    ("rust", 'let s = "a"; // c'),
+    ("python", "x = 1  # a comment", True),
+    ("python", 'y = "#" # c', True),
+    ("python", "self.state = ' '  # it's", True),
+    ("python", """raise ValueError("Expecting ',' delimiter")""", True),
+    ("python", "s = '''doc # not a comment", False),
+    ("python", '"""a"', False),
+    ("python", r"x = 'a\'b", False),
+    ("python", "total = a + \\", False),
+    ("javascript", "let v = w / 2 // c", False),
+    ("javascript", """const s = 'a' + "b"; // c""", True),
+    ("javascript", "const t = `a // b", False),
+    ("c", "int a; // c /* d", True),
+    ("c", """char q = '"'; // quote""", True),
+    ("c", "int b; // continued \\", False),
+    ("cpp", "/* open // still", False),
+    ("go", "x := 1 // done", True),
+    ("shellscript", 'echo "$HOME" # c', True),
+    ("rust", 'let s = "a"; // c', False),
+    ("rust", """let x: &'a T = "x'""", False),
 ]
 
 
-@pytest.mark.parametrize(("language", "line"), END_CASES)
+@pytest.mark.parametrize(("language", "line", "expected"), END_CASES)
 def test_the_next_row_is_called_code_without_the_tree_only_when_the_tree_agrees(
-    language: str, line: str
+    language: str, line: str, expected: bool
 ) -> None:
     workspace = Workspace()
     uri = f"file:///project/case.{language}"
@@ -290,5 +297,6 @@ def test_the_next_row_is_called_code_without_the_tree_only_when_the_tree_agrees(
     syntax = workspace.tree(uri)
     assert document is not None and syntax is not None
     next_start = document.byte_offset_at(document.offset_at(1, 0, PositionEncoding.UTF32))
-    if ends_in_code(language, True, line):
+    assert ends_in_code(language, True, line) is expected
+    if expected:
         assert cursor_region(syntax, next_start) == "code", (language, line)

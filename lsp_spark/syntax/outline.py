@@ -155,12 +155,24 @@ def stays_code(language_id: str, line_start_in_code: bool, line_prefix: str) -> 
 _LINE_COMMENT = {"python": "#", "shellscript": "#", "json": None}
 
 
+_CLOSED_STRING = re.compile(r"'[^'\\\n]*'" r'|"[^"\\\n]*"')
+"""A quoted string closed on its line, with no escape inside."""
+_TRIPLE_QUOTES = re.compile(r"'{3}" r'|"{3}')
+
+
 def ends_in_code(language_id: str, line_start_in_code: bool, line: str) -> bool:
     """Whether the next line starts in code, without asking the syntax tree: this one
-    starts in code and nothing on it before a line comment can open a string or comment
-    (nor can the comment go on to the next line)."""
+    starts in code and, but for strings closed on it, nothing on it before a line comment
+    can open a string or comment (nor can the comment go on to the next line).
+
+    Quotes pair up from the left as a lexer pairs them, except in Python's triple quotes
+    and Rust's lifetimes (`&'a str`), which are left alone."""
     if stays_code(language_id, line_start_in_code, line):
         return True
+    if language_id != "rust" and _TRIPLE_QUOTES.search(line) is None:
+        line = _CLOSED_STRING.sub("", line)
+        if stays_code(language_id, line_start_in_code, line):
+            return True
     marker = _LINE_COMMENT.get(language_id, "//")
     if marker is None or marker not in line or line.rstrip().endswith("\\"):
         return False
