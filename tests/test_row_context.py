@@ -124,6 +124,13 @@ REGION_CASES = [
     ("rust", 'fn f() {\n    let s = r#"\n', "raw string body"),
     ("go", "var s = `\n", "raw"),
     ("shellscript", "cat <<EOF\nhere\nEOF\n", "echo $HOME # c"),
+    ("python", "def f():\n    pass\n", """x = f("a", 'b') + g("c\\"d", e)  # "q"""),
+    ("python", "", "t = '''a''' + 'b' + ''.join(u)"),
+    ("javascript", "", """const s = 'a' + "b" + `c ${d}` + 'e'; // "f"""),
+    ("c", "", """char q = '"'; puts("x\\n"); /* 'y' */ int z;"""),
+    ("go", "", """s := "a" + string('b') + `c`"""),
+    ("shellscript", "", """echo "$a" 'b' "c" # 'd'"""),
+    ("rust", "", """let s: &'static str = "a"; let c = 'b';"""),
 ]
 
 
@@ -281,7 +288,7 @@ END_CASES = [
     ("cpp", "/* open // still", False),
     ("go", "x := 1 // done", True),
     ("shellscript", 'echo "$HOME" # c', True),
-    ("rust", 'let s = "a"; // c', False),
+    ("rust", 'let s = "a"; // c', True),
     ("rust", """let x: &'a T = "x'""", False),
 ]
 

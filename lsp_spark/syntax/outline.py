@@ -142,41 +142,50 @@ PLAIN_CODE_LANGUAGES = frozenset(
 _OPENERS = re.compile(r"[\"'`#/<\\]")
 
 
+_CLOSED_STRING = re.compile(r"'[^'\\\n]*'" r'|"[^"\\\n]*"')
+"""A quoted string closed on its line, with no escape inside."""
+_CLOSED_DOUBLE_QUOTED = re.compile(r'"[^"\\\n]*"')
+SINGLE_QUOTES_NOT_STRINGS = frozenset({"go", "rust"})
+"""Runes and lifetimes (`&'a str`): their quotes do not pair as strings' do."""
+_TRIPLE_QUOTES = re.compile(r"'{3}" r'|"{3}')
+
+
+def _closed_strings_removed(language_id: str, text: str) -> str:
+    """`text` without the strings closed on it, quotes paired from the left as a lexer
+    pairs them; as it is where that pairing cannot be trusted (Python's triple quotes)."""
+    if _TRIPLE_QUOTES.search(text) is not None:
+        return text
+    if language_id in SINGLE_QUOTES_NOT_STRINGS:
+        return _CLOSED_DOUBLE_QUOTED.sub("", text)
+    return _CLOSED_STRING.sub("", text)
+
+
 def stays_code(language_id: str, line_start_in_code: bool, line_prefix: str) -> bool:
     """Whether the cursor is in code without asking the syntax tree: its line starts in
-    code and nothing typed before it on the line can open a string or a comment."""
+    code and nothing typed before it on the line can open a string or a comment, but for
+    strings it closes."""
+    if not line_start_in_code or language_id not in PLAIN_CODE_LANGUAGES:
+        return False
     return (
-        line_start_in_code
-        and language_id in PLAIN_CODE_LANGUAGES
-        and _OPENERS.search(line_prefix) is None
+        _OPENERS.search(line_prefix) is None
+        or _OPENERS.search(_closed_strings_removed(language_id, line_prefix)) is None
     )
 
 
 _LINE_COMMENT = {"python": "#", "shellscript": "#", "json": None}
 
 
-_CLOSED_STRING = re.compile(r"'[^'\\\n]*'" r'|"[^"\\\n]*"')
-"""A quoted string closed on its line, with no escape inside."""
-_TRIPLE_QUOTES = re.compile(r"'{3}" r'|"{3}')
-
-
 def ends_in_code(language_id: str, line_start_in_code: bool, line: str) -> bool:
     """Whether the next line starts in code, without asking the syntax tree: this one
-    starts in code and, but for strings closed on it, nothing on it before a line comment
-    can open a string or comment (nor can the comment go on to the next line).
-
-    Quotes pair up from the left as a lexer pairs them, except in Python's triple quotes
-    and Rust's lifetimes (`&'a str`), which are left alone."""
+    stays in code to its end (`stays_code`), or up to a line comment that cannot go on to
+    the next line."""
     if stays_code(language_id, line_start_in_code, line):
         return True
-    if language_id != "rust" and _TRIPLE_QUOTES.search(line) is None:
-        line = _CLOSED_STRING.sub("", line)
-        if stays_code(language_id, line_start_in_code, line):
-            return True
     marker = _LINE_COMMENT.get(language_id, "//")
-    if marker is None or marker not in line or line.rstrip().endswith("\\"):
+    code = _closed_strings_removed(language_id, line)
+    if marker is None or marker not in code or line.rstrip().endswith("\\"):
         return False
-    return stays_code(language_id, line_start_in_code, line[: line.index(marker)])
+    return stays_code(language_id, line_start_in_code, code[: code.index(marker)])
 
 
 def cursor_region(syntax: SyntaxTree, byte_offset: int) -> Region:
