@@ -171,9 +171,9 @@ class Workspace:
         return self.syntax.get(uri)
 
     def parse_soon(self, uri: str) -> None:
-        """Bring the tree up to date once the request in hand has gone out, while it waits
-        for the model: the checks of its suggestion and the next row's context then find
-        the tree current."""
+        """Bring the tree up to date once the step in hand is done (its answer written, or
+        its request sent and waiting for the model): the checks of a suggestion and the
+        next row's context then find the tree current."""
         syntax = self.syntax.get(uri)
         if syntax is not None:
             with contextlib.suppress(RuntimeError):

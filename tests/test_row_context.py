@@ -6,8 +6,9 @@ import pytest
 
 from lsp_spark.context.budget import Budget
 from lsp_spark.context.builder import BuiltContext, ContextOptions, build_context
-from lsp_spark.documents import PositionEncoding
+from lsp_spark.documents import Document, PositionEncoding
 from lsp_spark.syntax.outline import cursor_region, ends_in_code, stays_code
+from lsp_spark.syntax.trees import SyntaxTree
 from lsp_spark.workspace import Workspace
 
 URI = "file:///project/app.py"
@@ -114,6 +115,16 @@ def test_an_edit_in_another_document_refreshes_related_code() -> None:
     assert "other_value" not in after.related
 
 
+def opened(language: str, text: str) -> tuple[Workspace, Document, SyntaxTree]:
+    workspace = Workspace()
+    uri = f"file:///project/case.{language}"
+    workspace.open(uri, language, 1, text)
+    document = workspace.documents.get(uri)
+    syntax = workspace.tree(uri)
+    assert document is not None and syntax is not None
+    return workspace, document, syntax
+
+
 # The cursor's region without the tree: whenever the shortcut says "code", the tree agrees.
 REGION_CASES = [
     ("python", 'def f():\n    """Doc\n    more\n    """\n    x = 1\n', 'y = g("a") # c'),
@@ -138,12 +149,8 @@ REGION_CASES = [
 def test_the_cursor_is_called_code_without_the_tree_only_when_the_tree_agrees(
     language: str, above: str, typed: str
 ) -> None:
-    workspace = Workspace()
-    uri = f"file:///project/case.{language}"
-    workspace.open(uri, language, 1, above)
-    document = workspace.documents.get(uri)
-    syntax = workspace.tree(uri)
-    assert document is not None and syntax is not None
+    workspace, document, syntax = opened(language, above)
+    uri = document.uri
     row = document.line_count - 1
     line_start = document.byte_offset_at(document.offset_at(row, 0, PositionEncoding.UTF32))
     starts_in_code = cursor_region(syntax, line_start) == "code"
@@ -168,13 +175,9 @@ def retype(
     were read from a row above without the tree, how many were read in full, and the rows
     read in full."""
     lines = text.split("\n")
-    workspace = Workspace()
-    uri = f"file:///project/retyped.{language}"
-    kept = "\n".join(lines[:first] + lines[last:])
-    workspace.open(uri, language, 1, kept)
+    workspace, document, syntax = opened(language, "\n".join(lines[:first] + lines[last:]))
+    uri = document.uri
     workspace.refresh_outline(uri)
-    document, syntax = workspace.documents.get(uri), workspace.tree(uri)
-    assert document is not None and syntax is not None
     options = ContextOptions(budget=Budget(budget), max_lines=8)
     version, row, column = 1, first - 1, len(lines[first - 1])
     derived, full, full_rows = 0, 0, []
@@ -297,12 +300,7 @@ END_CASES = [
 def test_the_next_row_is_called_code_without_the_tree_only_when_the_tree_agrees(
     language: str, line: str, expected: bool
 ) -> None:
-    workspace = Workspace()
-    uri = f"file:///project/case.{language}"
-    workspace.open(uri, language, 1, f"{line}\nnext\n")
-    document = workspace.documents.get(uri)
-    syntax = workspace.tree(uri)
-    assert document is not None and syntax is not None
+    _, document, syntax = opened(language, f"{line}\nnext\n")
     next_start = document.byte_offset_at(document.offset_at(1, 0, PositionEncoding.UTF32))
     assert ends_in_code(language, True, line) is expected
     if expected:

@@ -31,10 +31,10 @@ RELATED_DEADLINE = 0.004
 (Wall time: the thread's CPU clock is a system call that cost more than the sources.)"""
 PROMPT_ORDER = ("imports", "open_files", "definitions", "recent_edits", "scopes")
 BLOCK_OPENERS = frozenset(":{([")
-INDENTED_SCOPES = frozenset({"python"})
-"""Languages whose scopes end where the indentation steps back to their header's."""
 """A row ending in one of these may be followed by a deeper one in the same scope or in a
 scope it opens."""
+INDENTED_SCOPES = frozenset({"python"})
+"""Languages whose scopes end where the indentation steps back to their header's."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,6 +201,8 @@ def _indent_width(line: str) -> int:
 
 @dataclass(frozen=True, slots=True)
 class _Split:
+    """What a row made by Enter takes from the row it was split from."""
+
     parent: _RowContext
     rows: list[str]
     """The rows the splits put above the cursor's, the parent's first."""
@@ -230,8 +232,9 @@ def _split_from(
     language = document.language_id
     rows = document.lines(known.row, row + 1)
     depth, lowest, opens = parent.indent, parent.indent, False
-    for text in rows:
-        if text is not rows[-1]:
+    cursor_row = len(rows) - 1
+    for index, text in enumerate(rows):
+        if index < cursor_row:
             if "}" in text or not outline.ends_in_code(language, True, text):
                 return None
             if not text.strip():
@@ -276,7 +279,7 @@ def _read_row(
 ) -> _RowContext:
     """Run the enabled sources by priority until the deadline runs out; a row whose
     sources were cut short is not remembered (its key is None). A row split from
-    another takes that row's scopes (see `_rows_split_from`): the syntax tree is not
+    another takes that row's scopes (see `_split_from`): the syntax tree is not
     needed before the request goes out."""
     deadline = time.perf_counter() + RELATED_DEADLINE
     origin = src.filename_of(document.uri)
