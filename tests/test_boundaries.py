@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from lsp_spark.syntax import boundaries
 from lsp_spark.workspace import Workspace
 
@@ -47,8 +49,8 @@ def test_added_errors_counts_only_what_the_insertion_breaks() -> None:
     text = "def f():\n    \n\nbroken = (\n"
     syntax = tree_of(text)
     cursor = len(b"def f():\n    ")
-    assert boundaries.added_errors(syntax, cursor, "return 1") == 0
-    assert boundaries.added_errors(syntax, cursor, "return (1") > 0
+    assert boundaries.added_errors(syntax, cursor, "    ", "return 1") == 0
+    assert boundaries.added_errors(syntax, cursor, "    ", "return (1") > 0
 
 
 def test_parses_near_the_cursor() -> None:
@@ -60,8 +62,8 @@ def test_parses_near_the_cursor() -> None:
 def test_brace_languages_too() -> None:
     syntax = tree_of("function f() {\n  \n}\n", "javascript")
     cursor = len(b"function f() {\n  ")
-    assert boundaries.added_errors(syntax, cursor, "return 1;") == 0
-    assert boundaries.added_errors(syntax, cursor, "return g(;") > 0
+    assert boundaries.added_errors(syntax, cursor, "  ", "return 1;") == 0
+    assert boundaries.added_errors(syntax, cursor, "  ", "return g(;") > 0
 
 
 def test_huge_statements_are_checked_in_place(monkeypatch) -> None:
@@ -69,5 +71,71 @@ def test_huge_statements_are_checked_in_place(monkeypatch) -> None:
     text = "def f():\n    \n\nbroken = (\n"
     syntax = tree_of(text)
     cursor = len(b"def f():\n    ")
-    assert boundaries.added_errors(syntax, cursor, "return 1") == 0
-    assert boundaries.added_errors(syntax, cursor, "return (1") > 0
+    assert boundaries.added_errors(syntax, cursor, "    ", "return 1") == 0
+    assert boundaries.added_errors(syntax, cursor, "    ", "return (1") > 0
+
+
+CLASS = """class Store:
+    def get(self, key):
+        value = self.items[key]
+        \n\
+    def put(self, key, value):
+        self.items[key] = value
+"""
+
+
+def test_a_method_of_a_big_class_is_checked_without_the_class(monkeypatch) -> None:
+    monkeypatch.setattr(boundaries, "STANDALONE_LIMIT", 80)
+
+    def whole_file(*_: object) -> int:
+        raise AssertionError("parsed the whole file")
+
+    monkeypatch.setattr(boundaries, "_added_errors_in_place", whole_file)
+    syntax = tree_of(CLASS)
+    cursor = CLASS.index("        \n") + 8
+    assert boundaries.added_errors(syntax, cursor, " " * 8, "return value") == 0
+    assert boundaries.added_errors(syntax, cursor, " " * 8, "return (value") > 0
+    stepping_out = "return value\n\n    def has(self, key):\n        return key in self.items"
+    assert boundaries.added_errors(syntax, cursor, " " * 8, stepping_out) == 0
+    assert boundaries.added_errors(syntax, cursor, " " * 8, stepping_out + "(") > 0
+
+
+def test_a_nested_statement_counts_only_the_errors_the_insertion_adds() -> None:
+    text = "class Store:\n    def get(self):\n        broken = (\n        \n"
+    syntax = tree_of(text)
+    cursor = len(text) - 1
+    assert boundaries.added_errors(syntax, cursor, " " * 8, "1)") <= 0
+    assert boundaries.added_errors(syntax, cursor, " " * 8, "def (") > 0
+
+
+@pytest.mark.parametrize(
+    "insertion",
+    [
+        "return value",
+        "return value\n    ",
+        "if value:\n            return value\n        return None",
+        "for item in value:\n            yield item",
+        "return value\n\n    @property\n    def size(self):\n        return len(self.items)",
+        "return value\n\ndef helper():\n    pass",
+        "return (value",
+        "if value\n            return value",
+        "return value\n    def has(self, key)\n        return key",
+        "else:\n            pass",
+        "return value]",
+    ],
+)
+def test_a_nested_statement_agrees_with_the_whole_file(insertion: str) -> None:
+    syntax = tree_of(CLASS)
+    cursor = CLASS.index("        \n") + 8
+    alone = boundaries.added_errors(syntax, cursor, " " * 8, insertion)
+    in_place = boundaries._added_errors_in_place(syntax, cursor, insertion.encode())
+    assert (alone > 0) == (in_place > 0)
+
+
+def test_in_the_middle_of_a_line_the_whole_statement_is_checked(monkeypatch) -> None:
+    monkeypatch.setattr(boundaries, "STANDALONE_LIMIT", 80)
+    syntax = tree_of(CLASS)
+    cursor = CLASS.index("self.items[key]\n") + len("self.items[")
+    prefix = "        value = self.items["
+    assert boundaries.added_errors(syntax, cursor, prefix, "key, default") == 0
+    assert boundaries.added_errors(syntax, cursor, prefix, "key, (") > 0

@@ -186,7 +186,9 @@ def build_context(
         language=document.language_id,
         indent_unit=options.indent_unit or known.indent_unit,
         new_errors=(
-            partial(boundaries.added_errors, syntax, cursor_byte) if syntax is not None else None
+            partial(boundaries.added_errors, syntax, cursor_byte, window.line_prefix)
+            if syntax is not None
+            else None
         ),
         parses_at_cursor=(
             partial(boundaries.parses_near, syntax, cursor_byte) if syntax is not None else True

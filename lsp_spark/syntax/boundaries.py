@@ -126,9 +126,26 @@ STANDALONE_LIMIT = 4096
 one incremental parse of the whole file, which tree-sitter-python makes nearly full."""
 
 
-def added_errors(syntax: SyntaxTree, byte_offset: int, text: str) -> int:
-    """How many syntax errors inserting `text` at the cursor adds near it."""
+INDENTED_LANGUAGES = frozenset({"python"})
+"""Languages in which a statement cut out of its block and dedented parses on its own."""
+STATEMENT_PARENTS = frozenset({"block", "module"})
+
+
+def added_errors(syntax: SyntaxTree, byte_offset: int, line_prefix: str, text: str) -> int:
+    """How many syntax errors inserting `text` at the cursor (after `line_prefix` on its
+    line) adds near it."""
     inserted = text.encode()
+    if syntax.language_id in INDENTED_LANGUAGES:
+        nested = _nested_statement(syntax, byte_offset, line_prefix, inserted)
+        if nested is not None:
+            start, column = nested.start_byte, nested.start_point.column
+            source = syntax.document.utf8_between(start, max(nested.end_byte, byte_offset))
+            cut = byte_offset - start
+            parser = Parser(syntax.language)
+            # A statement the file parses cleanly parses cleanly on its own, dedented.
+            before = error_count(parser.parse(_dedented(source, column))) if nested.has_error else 0
+            spliced = _dedented(source[:cut] + inserted + source[cut:], column)
+            return error_count(parser.parse(spliced)) - before
     root = syntax.tree.root_node
     top = _top_level_at(root, max(byte_offset - 1, 0)) or _top_level_at(root, byte_offset)
     if top is not None and top.end_byte - top.start_byte <= STANDALONE_LIMIT:
@@ -138,6 +155,57 @@ def added_errors(syntax: SyntaxTree, byte_offset: int, text: str) -> int:
         before = error_count(parser.parse(source))
         return error_count(parser.parse(source[:cut] + inserted + source[cut:])) - before
     return _added_errors_in_place(syntax, byte_offset, inserted)
+
+
+def _nested_statement(
+    syntax: SyntaxTree, byte_offset: int, line_prefix: str, inserted: bytes
+) -> Node | None:
+    """What to check on its own in an indented language, up to the cursor if it ends
+    before: the innermost statement that holds the code before the cursor and begins at
+    or left of every line the insertion makes, so lines that step back out of the
+    cursor's block stay in it. A method of a big class is checked without the class:
+    the whole file's incremental parse, or the class's, costs far more. None when that
+    statement is too big."""
+    deepest = len(line_prefix) - len(line_prefix.lstrip(" \t"))
+    for line in inserted.split(b"\n")[1:]:
+        if line.strip():
+            deepest = min(deepest, _indent_width(line))
+    search_from = byte_offset - len(line_prefix) if not line_prefix.strip() else byte_offset
+    node = _code_before(syntax.tree.root_node, search_from)
+    while node is not None:
+        parent = node.parent
+        if parent is None:
+            return None
+        if parent.type in STATEMENT_PARENTS and node.start_point.column <= deepest:
+            too_big = max(node.end_byte, byte_offset) - node.start_byte > STANDALONE_LIMIT
+            return None if too_big else node
+        node = parent
+    return None
+
+
+def _code_before(root: Node, byte_offset: int) -> Node | None:
+    """The innermost node holding the last code before `byte_offset`: in the blank space
+    between statements, the last statement before it."""
+    if byte_offset <= 0:
+        return None
+    node = root.descendant_for_byte_range(byte_offset - 1, byte_offset - 1)
+    while node is not None and node.child_count and node.start_byte < byte_offset:
+        earlier = [child for child in node.children if child.start_byte < byte_offset]
+        if not earlier or earlier[-1].end_byte >= byte_offset:
+            break
+        node = earlier[-1]
+    return node
+
+
+def _indent_width(line: bytes) -> int:
+    return len(line) - len(line.lstrip(b" \t"))
+
+
+def _dedented(source: bytes, column: int) -> bytes:
+    """Every line after the first loses up to `column` bytes of leading blanks (the first
+    starts at the statement itself)."""
+    lines = source.split(b"\n")
+    return b"\n".join([lines[0], *(line[min(column, _indent_width(line)) :] for line in lines[1:])])
 
 
 def _added_errors_in_place(syntax: SyntaxTree, byte_offset: int, inserted: bytes) -> int:
