@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from tree_sitter import Node, Parser, Tree
+from tree_sitter import Language, Node, Parser, Tree
 
 from lsp_spark.documents import PositionEncoding
 from lsp_spark.syntax.outline import error_count
@@ -141,7 +141,7 @@ def added_errors(syntax: SyntaxTree, byte_offset: int, line_prefix: str, text: s
             start, column = nested.start_byte, nested.start_point.column
             source = syntax.document.utf8_between(start, max(nested.end_byte, byte_offset))
             cut = byte_offset - start
-            parser = Parser(syntax.language)
+            parser = _checker(syntax.language)
             # A statement the file parses cleanly parses cleanly on its own, dedented.
             before = error_count(parser.parse(_dedented(source, column))) if nested.has_error else 0
             spliced = _dedented(source[:cut] + inserted + source[cut:], column)
@@ -151,7 +151,7 @@ def added_errors(syntax: SyntaxTree, byte_offset: int, line_prefix: str, text: s
     if top is not None and top.end_byte - top.start_byte <= STANDALONE_LIMIT:
         source = syntax.document.utf8_between(top.start_byte, top.end_byte)
         cut = byte_offset - top.start_byte
-        parser = Parser(syntax.language)
+        parser = _checker(syntax.language)
         before = error_count(parser.parse(source))
         return error_count(parser.parse(source[:cut] + inserted + source[cut:])) - before
     return _added_errors_in_place(syntax, byte_offset, inserted)
@@ -208,6 +208,12 @@ def _dedented(source: bytes, column: int) -> bytes:
     return b"\n".join([lines[0], *(line[min(column, _indent_width(line)) :] for line in lines[1:])])
 
 
+@cache
+def _checker(language: Language) -> Parser:
+    """One parser per grammar for the checks (they all run on the event loop's thread)."""
+    return Parser(language)
+
+
 def _added_errors_in_place(syntax: SyntaxTree, byte_offset: int, inserted: bytes) -> int:
     """The same check for a huge statement: parse incrementally from a copy of the tree
     with the text spliced in (one copy of the bytes: a read callback would leak them all,
@@ -233,7 +239,7 @@ def _added_errors_in_place(syntax: SyntaxTree, byte_offset: int, inserted: bytes
     )
 
     whole = document.utf8
-    spliced = Parser(syntax.language).parse(
+    spliced = _checker(syntax.language).parse(
         whole[:byte_offset] + inserted + whole[byte_offset:], candidate
     )
     before = _errors_around(tree, byte_offset, byte_offset)
