@@ -30,7 +30,7 @@ from lsp_spark.privacy import (
     redact_request,
 )
 from lsp_spark.privacy.exclusion import CACHE_SIZE, glob_regex
-from lsp_spark.privacy.redaction import _tokens, _tokens_around
+from lsp_spark.privacy.redaction import _named, _named_around, _tokens, _tokens_around
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "privacy"
 ALNUM = string.ascii_letters + string.digits
@@ -783,6 +783,43 @@ def test_tokens_found_around_the_cursor_line_are_those_of_the_whole_text(
     text = "".join(pieces)
     cut = cut % (len(text) + 1)
     assert sorted(_tokens_around(text, cut)) == sorted(_tokens(text))
+
+
+NAMED_PIECES = [
+    "password",
+    "db_token",
+    "API_KEY",
+    "Authorization",
+    "Bearer ",
+    " = ",
+    "=",
+    ": ",
+    "> ",
+    " ",
+    "-",
+    "#",
+    "<",
+    "</password>",
+    "export ",
+    "\\",
+    "hunter2secret99",
+    "A1b2C3d4E5f6G7h8I9j0",
+    "${X}",
+    "\u212a",
+    "ey",
+    "\u0130",
+    *"\"'`\n\r",
+]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(NAMED_PIECES), max_size=60), st.integers(min_value=0))
+def test_names_found_around_the_cursor_line_are_those_of_the_whole_text(
+    pieces: list[str], cut: int
+) -> None:
+    text = "".join(pieces)
+    cut = cut % (len(text) + 1)
+    assert sorted(_named_around(text, cut)) == sorted(_named(text))
 
 
 def test_tokens_on_the_lines_around_the_cursor_are_redacted_keystroke_after_keystroke() -> None:

@@ -99,7 +99,8 @@ def redact_parts(*parts: str) -> RedactedParts:
     for _ in range(MAX_PASSES):
         changed = False
         for stage in _STAGES:
-            spans = _tokens_around(text, cuts[0]) if stage is _tokens and cuts else stage(text)
+            around = _AROUND_CUT.get(stage) if cuts else None
+            spans = around(text, cuts[0]) if around is not None else stage(text)
             if spans:
                 text, cuts = _splice(text, spans, cuts, counts)
                 changed = True
@@ -407,28 +408,35 @@ of this many characters: a new line above (Enter, an accepted suggestion) leaves
 part as it was, and only the rest is scanned again."""
 
 
-def _tokens_around(text: str, cut: int) -> list[Span]:
-    """`_tokens` of the whole text, with most of it taken from a small memo: typing changes
-    only the cut's line, and no token rule matches across a newline or looks past one, so
-    pieces split at newlines can be scanned apart."""
+def _around(
+    stage: Callable[[str], list[Span]],
+    memo: Callable[[str], tuple[Span, ...]],
+    text: str,
+    cut: int,
+) -> list[Span]:
+    """`stage` of the whole text, with most of it taken from `memo`: typing changes only
+    the cut's line, and the line-local stages neither match across a newline nor look
+    past one, so pieces split after newlines can be scanned apart."""
     start = text.rfind("\n", 0, cut) + 1
-    end = text.find("\n", cut)
-    if end < 0:
-        end = len(text)
+    end = text.find("\n", cut) + 1 or len(text)
     stable = text.rfind("\n", 0, start // STABLE_BLOCK * STABLE_BLOCK) + 1
-    spans = list(_tokens_memo(text[:stable]))
+    spans = list(memo(text[:stable]))
     for piece_start, piece_end in ((stable, start), (start, end)):
         spans += [
             (first + piece_start, last + piece_start, kind)
-            for first, last, kind in _tokens(text[piece_start:piece_end])
+            for first, last, kind in stage(text[piece_start:piece_end])
         ]
-    spans += [(first + end, last + end, kind) for first, last, kind in _tokens_memo(text[end:])]
+    spans += [(first + end, last + end, kind) for first, last, kind in memo(text[end:])]
     return spans
 
 
 @lru_cache(maxsize=8)
 def _tokens_memo(text: str) -> tuple[Span, ...]:
     return tuple(_tokens(text))
+
+
+def _tokens_around(text: str, cut: int) -> list[Span]:
+    return _around(_tokens, _tokens_memo, text, cut)
 
 
 # --- Passwords in URLs and Authorization headers ------------------------------------
@@ -728,12 +736,10 @@ def _entropy(value: str) -> float:
 
 
 def _lowered(text: str) -> str:
-    """Lower case with the same length, so positions found in it hold in `text`."""
-    lowered = text.lower()
-    return lowered if len(lowered) == len(text) else text.translate(_ASCII_LOWER)
-
-
-_ASCII_LOWER = {code: code + 32 for code in range(ord("A"), ord("Z") + 1)}
+    """Lower case with the same length, so positions found in it hold in `text`, and the
+    same character for character, so a line lowers alike alone or in any text (U+0130 is
+    the one character whose lower case is longer)."""
+    return text.replace("\u0130", "i").lower() if "\u0130" in text else text.lower()
 
 
 def _named(text: str) -> list[Span]:
@@ -742,9 +748,23 @@ def _named(text: str) -> list[Span]:
     return _auth_headers(text, lowered) + _assignments(text, lowered)
 
 
+@lru_cache(maxsize=8)
+def _named_memo(text: str) -> tuple[Span, ...]:
+    return tuple(_named(text))
+
+
+def _named_around(text: str, cut: int) -> list[Span]:
+    return _around(_named, _named_memo, text, cut)
+
+
 _STAGES: tuple[Callable[[str], list[Span]], ...] = (
     _private_keys,
     _tokens,
     _url_passwords,
     _named,
 )
+_AROUND_CUT: dict[Callable[[str], list[Span]], Callable[[str, int], list[Span]]] = {
+    _tokens: _tokens_around,
+    _named: _named_around,
+}
+"""The line-local stages, scanned around the cursor's line with the rest remembered."""
