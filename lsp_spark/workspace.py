@@ -170,14 +170,14 @@ class Workspace:
     def tree(self, uri: str) -> SyntaxTree | None:
         return self.syntax.get(uri)
 
-    def parse_soon(self, uri: str) -> None:
+    def parse_soon(self, uri: str, delay: float = 0.0) -> None:
         """Bring the tree up to date once the step in hand is done (its answer written, or
-        its request sent and waiting for the model): the checks of a suggestion and the
-        next row's context then find the tree current."""
+        its request sent and waiting for the model), or `delay` seconds later: the checks
+        of a suggestion and the next row's context then find the tree current."""
         syntax = self.syntax.get(uri)
         if syntax is not None:
             with contextlib.suppress(RuntimeError):
-                asyncio.get_running_loop().call_soon(syntax.refresh)
+                asyncio.get_running_loop().call_later(delay, syntax.refresh)
 
     def _schedule_outline(self, uri: str, delay: float = OUTLINE_REFRESH_DELAY) -> None:
         """Refresh the outline after typing pauses; outside an event loop, only on request."""
