@@ -75,6 +75,8 @@ def test_huge_statements_are_checked_in_place(monkeypatch) -> None:
     assert boundaries.added_errors(syntax, cursor, "    ", "return (1") > 0
 
 
+BROKEN = "class Store:\n    def get(self):\n        broken = (\n        \n"
+
 CLASS = """class Store:
     def get(self, key):
         value = self.items[key]
@@ -101,9 +103,8 @@ def test_a_method_of_a_big_class_is_checked_without_the_class(monkeypatch) -> No
 
 
 def test_a_nested_statement_counts_only_the_errors_the_insertion_adds() -> None:
-    text = "class Store:\n    def get(self):\n        broken = (\n        \n"
-    syntax = tree_of(text)
-    cursor = len(text) - 1
+    syntax = tree_of(BROKEN)
+    cursor = len(BROKEN) - 1
     assert boundaries.added_errors(syntax, cursor, " " * 8, "1)") <= 0
     assert boundaries.added_errors(syntax, cursor, " " * 8, "def (") > 0
 
@@ -139,3 +140,34 @@ def test_in_the_middle_of_a_line_the_whole_statement_is_checked(monkeypatch) -> 
     prefix = "        value = self.items["
     assert boundaries.added_errors(syntax, cursor, prefix, "key, default") == 0
     assert boundaries.added_errors(syntax, cursor, prefix, "key, (") > 0
+
+
+class CountingParser:
+    def __init__(self, parser) -> None:
+        self.parser = parser
+        self.parsed: list[bytes] = []
+
+    def parse(self, source: bytes):
+        self.parsed.append(source)
+        return self.parser.parse(source)
+
+
+@pytest.mark.parametrize(
+    ("text", "parsed_alone"),
+    [
+        ("class Store:\n    def get(self):\n        value = 1\n        \n", 0),
+        ('class Store:\n    def get(self):\n        """Doc\n        \n', 1),
+    ],
+)
+def test_the_statement_alone_is_parsed_at_most_once_for_all_checked_versions(
+    monkeypatch, text: str, parsed_alone: int
+) -> None:
+    syntax = tree_of(text)
+    counting = CountingParser(boundaries._checker(syntax.language))
+    monkeypatch.setattr(boundaries, "_checker", lambda language: counting)
+    boundaries._counted_errors.cache_clear()
+    cursor = len(text) - 1
+    versions = ["more words\n        and more", "more words", "more"]
+    for version in versions:
+        boundaries.added_errors(syntax, cursor, " " * 8, version)
+    assert len(counting.parsed) == len(versions) + parsed_alone

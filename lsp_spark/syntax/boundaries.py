@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from functools import cache
+from functools import cache, lru_cache
 
 from tree_sitter import Language, Node, Parser, Tree
 
@@ -141,20 +141,30 @@ def added_errors(syntax: SyntaxTree, byte_offset: int, line_prefix: str, text: s
             start, column = nested.start_byte, nested.start_point.column
             source = syntax.document.utf8_between(start, max(nested.end_byte, byte_offset))
             cut = byte_offset - start
-            parser = _checker(syntax.language)
-            # A statement the file parses cleanly parses cleanly on its own, dedented.
-            before = error_count(parser.parse(_dedented(source, column))) if nested.has_error else 0
             spliced = _dedented(source[:cut] + inserted + source[cut:], column)
-            return error_count(parser.parse(spliced)) - before
+            before = _errors_alone(syntax.language, _dedented(source, column), nested.has_error)
+            return error_count(_checker(syntax.language).parse(spliced)) - before
     root = syntax.tree.root_node
     top = _top_level_at(root, max(byte_offset - 1, 0)) or _top_level_at(root, byte_offset)
     if top is not None and top.end_byte - top.start_byte <= STANDALONE_LIMIT:
         source = syntax.document.utf8_between(top.start_byte, top.end_byte)
         cut = byte_offset - top.start_byte
-        parser = _checker(syntax.language)
-        before = error_count(parser.parse(source))
-        return error_count(parser.parse(source[:cut] + inserted + source[cut:])) - before
+        before = _errors_alone(syntax.language, source, top.has_error)
+        spliced = source[:cut] + inserted + source[cut:]
+        return error_count(_checker(syntax.language).parse(spliced)) - before
     return _added_errors_in_place(syntax, byte_offset, inserted)
+
+
+def _errors_alone(language: Language, source: bytes, has_error: bool) -> int:
+    """The errors of a statement parsed on its own, before any insertion: none when the
+    file parses it cleanly (cut out, and dedented, it parses cleanly too); otherwise
+    counted once for all the versions of a suggestion that are checked against it."""
+    return _counted_errors(language, source) if has_error else 0
+
+
+@lru_cache(maxsize=4)
+def _counted_errors(language: Language, source: bytes) -> int:
+    return error_count(_checker(language).parse(source))
 
 
 def _nested_statement(
