@@ -153,21 +153,51 @@ class CountingParser:
 
 
 @pytest.mark.parametrize(
-    ("text", "parsed_alone"),
+    ("text", "language", "line_prefix", "parsed_alone"),
     [
-        ("class Store:\n    def get(self):\n        value = 1\n        \n", 0),
-        ('class Store:\n    def get(self):\n        """Doc\n        \n', 1),
+        ("class Store:\n    def get(self):\n        value = 1\n        \n", "python", " " * 8, 0),
+        ("function f() {\n  let x = (;\n  \n}\n", "javascript", "  ", 1),
     ],
 )
 def test_the_statement_alone_is_parsed_at_most_once_for_all_checked_versions(
-    monkeypatch, text: str, parsed_alone: int
+    monkeypatch, text: str, language: str, line_prefix: str, parsed_alone: int
 ) -> None:
-    syntax = tree_of(text)
+    syntax = tree_of(text, language)
     counting = CountingParser(boundaries._checker(syntax.language))
     monkeypatch.setattr(boundaries, "_checker", lambda language: counting)
     boundaries._counted_errors.cache_clear()
-    cursor = len(text) - 1
-    versions = ["more words\n        and more", "more words", "more"]
+    cursor = text.index(line_prefix + "\n", text.index("\n")) + len(line_prefix)
+    versions = ["more(1)\n  and(2)", "more(1)", "more("]
     for version in versions:
-        boundaries.added_errors(syntax, cursor, " " * 8, version)
+        boundaries.added_errors(syntax, cursor, line_prefix, version)
     assert len(counting.parsed) == len(versions) + parsed_alone
+
+
+BRANCHES = """class Store:
+    def get(self, key):
+        if key in self.items:
+            value = self.items[key]
+        # a comment between the branches belongs to neither
+        \n\
+    def put(self, key, value):
+        self.items[key] = value
+"""
+
+
+@pytest.mark.parametrize(
+    "insertion",
+    [
+        "elif key is None:\n            value = None",
+        "else:\n            value = None",
+        "return value",
+        "elif key is None\n            value = None",
+        "else:\n        value = None",
+    ],
+)
+def test_a_branch_after_a_comment_is_checked_with_its_if(monkeypatch, insertion: str) -> None:
+    monkeypatch.setattr(boundaries, "STANDALONE_LIMIT", 160)
+    syntax = tree_of(BRANCHES)
+    cursor = BRANCHES.index("        \n") + 8
+    alone = boundaries.added_errors(syntax, cursor, " " * 8, insertion)
+    in_place = boundaries._added_errors_in_place(syntax, cursor, insertion.encode())
+    assert (alone > 0) == (in_place > 0)

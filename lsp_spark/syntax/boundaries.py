@@ -127,8 +127,11 @@ one incremental parse of the whole file, which tree-sitter-python makes nearly f
 
 
 INDENTED_LANGUAGES = frozenset({"python"})
-"""Languages in which a statement cut out of its block and dedented parses on its own."""
+"""Languages in which a statement cut out of its file parses as it did there, in a block of
+its own."""
 STATEMENT_PARENTS = frozenset({"block", "module"})
+BLOCK_HEADER = b"if True:\n"
+"""Puts an indented statement in a block, where indentation means what it means in the file."""
 
 
 def added_errors(syntax: SyntaxTree, byte_offset: int, line_prefix: str, text: str) -> int:
@@ -138,12 +141,15 @@ def added_errors(syntax: SyntaxTree, byte_offset: int, line_prefix: str, text: s
     if syntax.language_id in INDENTED_LANGUAGES:
         nested = _nested_statement(syntax, byte_offset, line_prefix, inserted)
         if nested is not None:
-            start, column = nested.start_byte, nested.start_point.column
-            source = syntax.document.utf8_between(start, max(nested.end_byte, byte_offset))
+            # It parses cleanly in the file, so in a block of its own it parses cleanly too.
+            start = nested.start_byte - nested.start_point.column
+            end = max(nested.end_byte, _line_end(syntax, byte_offset))
+            source = syntax.document.utf8_between(start, end)
             cut = byte_offset - start
-            spliced = _dedented(source[:cut] + inserted + source[cut:], column)
-            before = _errors_alone(syntax.language, _dedented(source, column), nested.has_error)
-            return error_count(_checker(syntax.language).parse(spliced)) - before
+            spliced = source[:cut] + inserted + source[cut:]
+            if nested.start_point.column:
+                spliced = BLOCK_HEADER + spliced
+            return error_count(_checker(syntax.language).parse(spliced))
     root = syntax.tree.root_node
     top = _top_level_at(root, max(byte_offset - 1, 0)) or _top_level_at(root, byte_offset)
     if top is not None and top.end_byte - top.start_byte <= STANDALONE_LIMIT:
@@ -157,8 +163,8 @@ def added_errors(syntax: SyntaxTree, byte_offset: int, line_prefix: str, text: s
 
 def _errors_alone(language: Language, source: bytes, has_error: bool) -> int:
     """The errors of a statement parsed on its own, before any insertion: none when the
-    file parses it cleanly (cut out, and dedented, it parses cleanly too); otherwise
-    counted once for all the versions of a suggestion that are checked against it."""
+    file parses it cleanly (cut out, it parses cleanly too); otherwise counted once for
+    all the versions of a suggestion that are checked against it."""
     return _counted_errors(language, source) if has_error else 0
 
 
@@ -170,52 +176,79 @@ def _counted_errors(language: Language, source: bytes) -> int:
 def _nested_statement(
     syntax: SyntaxTree, byte_offset: int, line_prefix: str, inserted: bytes
 ) -> Node | None:
-    """What to check on its own in an indented language, up to the cursor if it ends
-    before: the innermost statement that holds the code before the cursor and begins at
-    or left of every line the insertion makes, so lines that step back out of the
-    cursor's block stay in it. A method of a big class is checked without the class:
-    the whole file's incremental parse, or the class's, costs far more. None when that
-    statement is too big."""
+    """What to check on its own in an indented language (to the end of the cursor's line
+    if it ends before): the innermost statement that starts its line, holds the code
+    before the cursor and begins at or left of every line the insertion makes, so lines
+    that step back out of the cursor's block stay in it. A method of a big class is
+    checked without the class: the whole file's incremental parse, or the class's, costs
+    far more. None when that statement is too big, or broken: errors cut out of their
+    context count differently (an unterminated string swallows what follows it, in the
+    file or in the piece)."""
     deepest = len(line_prefix) - len(line_prefix.lstrip(" \t"))
     for line in inserted.split(b"\n")[1:]:
         if line.strip():
             deepest = min(deepest, _indent_width(line))
-    search_from = byte_offset - len(line_prefix) if not line_prefix.strip() else byte_offset
+    blank = not line_prefix.strip()
+    search_from = (
+        byte_offset - len(line_prefix.encode("utf-8", "surrogatepass")) if blank else byte_offset
+    )
     node = _code_before(syntax.tree.root_node, search_from)
     while node is not None:
         parent = node.parent
         if parent is None:
             return None
-        if parent.type in STATEMENT_PARENTS and node.start_point.column <= deepest:
+        if (
+            parent.type in STATEMENT_PARENTS
+            and node.start_point.column <= deepest
+            and _starts_its_line(syntax, node)
+        ):
             too_big = max(node.end_byte, byte_offset) - node.start_byte > STANDALONE_LIMIT
-            return None if too_big else node
+            return None if too_big or node.has_error else node
         node = parent
     return None
 
 
 def _code_before(root: Node, byte_offset: int) -> Node | None:
     """The innermost node holding the last code before `byte_offset`: in the blank space
-    between statements, the last statement before it."""
+    between statements, the last statement before it. Comments are passed over: one
+    between an `if` body and its `elif` belongs to neither."""
     if byte_offset <= 0:
         return None
     node = root.descendant_for_byte_range(byte_offset - 1, byte_offset - 1)
-    while node is not None and node.child_count and node.start_byte < byte_offset:
-        earlier = [child for child in node.children if child.start_byte < byte_offset]
+    while node is not None:
+        if _is_comment(node):
+            node = node.prev_sibling or node.parent
+            continue
+        earlier = [
+            child
+            for child in node.children
+            if child.start_byte < byte_offset and not _is_comment(child)
+        ]
         if not earlier or earlier[-1].end_byte >= byte_offset:
             break
         node = earlier[-1]
     return node
 
 
+def _is_comment(node: Node) -> bool:
+    """Extras that are not text skipped by error recovery (that is code, if broken)."""
+    return node.is_extra and not node.is_error
+
+
 def _indent_width(line: bytes) -> int:
     return len(line) - len(line.lstrip(b" \t"))
 
 
-def _dedented(source: bytes, column: int) -> bytes:
-    """Every line after the first loses up to `column` bytes of leading blanks (the first
-    starts at the statement itself)."""
-    lines = source.split(b"\n")
-    return b"\n".join([lines[0], *(line[min(column, _indent_width(line)) :] for line in lines[1:])])
+def _line_end(syntax: SyntaxTree, byte_offset: int) -> int:
+    """Where the line holding `byte_offset` ends (its rest lands after an insertion)."""
+    rest = syntax.document.read_utf8(byte_offset, (0, 0))
+    newline = rest.find(b"\n")
+    return byte_offset + (len(rest) if newline < 0 else newline)
+
+
+def _starts_its_line(syntax: SyntaxTree, node: Node) -> bool:
+    column = node.start_point.column
+    return not syntax.document.utf8_between(node.start_byte - column, node.start_byte).strip()
 
 
 @cache
