@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import shlex
+import textwrap
+from pathlib import Path
+
 import pytest
 
 from lsp_spark.syntax import boundaries
@@ -201,3 +205,27 @@ def test_a_branch_after_a_comment_is_checked_with_its_if(monkeypatch, insertion:
     alone = boundaries.added_errors(syntax, cursor, " " * 8, insertion)
     in_place = boundaries._added_errors_in_place(syntax, cursor, insertion.encode())
     assert (alone > 0) == (in_place > 0)
+
+
+def enter_made_rows(path: str, step: int) -> list[tuple[str, str, str]]:
+    """(text typed up to a row's indentation, that indentation, the row and up to two more)."""
+    lines = Path(path).read_text(encoding="utf-8").split("\n")
+    cases = []
+    for row in range(5, len(lines) - 5, step):
+        line = lines[row]
+        indent = line[: len(line) - len(line.lstrip())]
+        typed = "\n".join(lines[:row]) + "\n" + indent
+        following = [line.lstrip(), *lines[row + 1 : row + 1 + row % 3]]
+        cases.append((typed, indent, "\n".join(following)))
+    return cases
+
+
+@pytest.mark.parametrize("path", [textwrap.__file__, shlex.__file__])
+def test_the_statement_check_agrees_with_the_whole_file_on_real_code(path: str) -> None:
+    for typed, indent, following in enter_made_rows(path, 7):
+        syntax = tree_of(typed)
+        cursor = len(typed.encode())
+        for insertion in (following, following + ")", "(" + following):
+            alone = boundaries.added_errors(syntax, cursor, indent, insertion)
+            in_place = boundaries._added_errors_in_place(syntax, cursor, insertion.encode())
+            assert (alone > 0) == (in_place > 0), (typed[-80:], insertion)
