@@ -780,9 +780,13 @@ TOKEN_PIECES = [GITHUB_TOKEN, "AKIAABCDEFGHIJKLMNOP", "sk-" + "x9Y8z7" * 5, *"-_
 def test_tokens_found_around_the_cursor_line_are_those_of_the_whole_text(
     pieces: list[str], cut: int
 ) -> None:
-    text = "".join(pieces)
+    assert_scanned_alike(_tokens_around, _tokens, "".join(pieces), cut)
+
+
+def assert_scanned_alike(around, whole, text: str, cut: int) -> None:
+    """A line-local stage finds the same spans around any cut as in the whole text."""
     cut = cut % (len(text) + 1)
-    assert sorted(_tokens_around(text, cut)) == sorted(_tokens(text))
+    assert sorted(around(text, cut)) == sorted(whole(text))
 
 
 NAMED_PIECES = [
@@ -817,9 +821,7 @@ NAMED_PIECES = [
 def test_names_found_around_the_cursor_line_are_those_of_the_whole_text(
     pieces: list[str], cut: int
 ) -> None:
-    text = "".join(pieces)
-    cut = cut % (len(text) + 1)
-    assert sorted(_named_around(text, cut)) == sorted(_named(text))
+    assert_scanned_alike(_named_around, _named, "".join(pieces), cut)
 
 
 def test_tokens_on_the_lines_around_the_cursor_are_redacted_keystroke_after_keystroke() -> None:

@@ -155,21 +155,16 @@ def added_errors(syntax: SyntaxTree, byte_offset: int, line_prefix: str, text: s
     if top is not None and top.end_byte - top.start_byte <= STANDALONE_LIMIT:
         source = syntax.document.utf8_between(top.start_byte, top.end_byte)
         cut = byte_offset - top.start_byte
-        before = _errors_alone(syntax.language, source, top.has_error)
+        before = _counted_errors(syntax.language, source) if top.has_error else 0
         spliced = source[:cut] + inserted + source[cut:]
         return error_count(_checker(syntax.language).parse(spliced)) - before
     return _added_errors_in_place(syntax, byte_offset, inserted)
 
 
-def _errors_alone(language: Language, source: bytes, has_error: bool) -> int:
-    """The errors of a statement parsed on its own, before any insertion: none when the
-    file parses it cleanly (cut out, it parses cleanly too); otherwise counted once for
-    all the versions of a suggestion that are checked against it."""
-    return _counted_errors(language, source) if has_error else 0
-
-
 @lru_cache(maxsize=4)
 def _counted_errors(language: Language, source: bytes) -> int:
+    """The errors of a broken statement on its own, counted once for all the versions of a
+    suggestion checked against it (a statement the file parses cleanly has none)."""
     return error_count(_checker(language).parse(source))
 
 
