@@ -53,7 +53,7 @@ class PositionEncoding(enum.StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class ByteEdit:
-    """One change in the terms ``tree_sitter.Tree.edit()`` takes, so it can be splatted in."""
+    """One change in the terms ``tree_sitter.Tree.edit()`` takes, and what kind of change."""
 
     start_byte: int
     old_end_byte: int
@@ -61,6 +61,10 @@ class ByteEdit:
     start_point: Point
     old_end_point: Point
     new_end_point: Point
+    blank_after_code: bool = False
+    """It only inserted spaces, tabs and line breaks after the code on a line, with nothing
+    but blank space after it on that line (Enter and its indentation): where blank lines
+    mean nothing, no code changed syntax."""
 
 
 class ChangeStamp:
@@ -112,6 +116,14 @@ def _split_lines(text: str) -> list[str]:
     if lines[-1][-1] in "\r\n":
         lines.append("")
     return lines
+
+
+_BLANK = " \t\r\n"
+
+
+def _is_blank(text: str) -> bool:
+    """Spaces, tabs and line breaks only (other Unicode spaces are not blank to a parser)."""
+    return not text.strip(_BLANK)
 
 
 def _utf8_len(text: str) -> int:
@@ -397,7 +409,14 @@ class Document:
 
         first = self._row_at[sbi] + sk
         last = self._row_at[ebi] + ek
-        segment = self._blocks[sbi].lines[sk][:scol] + new_text + self._blocks[ebi].lines[ek][ecol:]
+        head, tail = self._blocks[sbi].lines[sk][:scol], self._blocks[ebi].lines[ek][ecol:]
+        blank_after_code = (
+            start_byte == old_end_byte
+            and _is_blank(new_text)
+            and _is_blank(tail)
+            and head.rstrip(_BLANK)[-1:] not in ("", "\\")
+        )
+        segment = head + new_text + tail
         if segment[:1] == "\n" and first > 0:
             pbi = bisect_right(self._row_at, first - 1) - 1
             previous = self._blocks[pbi].lines[first - 1 - self._row_at[pbi]]
@@ -431,6 +450,7 @@ class Document:
             start_point=start_point,
             old_end_point=old_end_point,
             new_end_point=new_end_point,
+            blank_after_code=blank_after_code,
         )
 
     def _reset(self, text: str) -> None:

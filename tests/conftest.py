@@ -6,13 +6,16 @@ import asyncio
 import sys
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import asdict
 from typing import Any
 
 import pytest
 import pytest_asyncio
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from tree_sitter import Tree
 
+from lsp_spark.documents import ByteEdit
 from lsp_spark.testing import isolated_environment
 from lsp_spark.testing.cerebras_server import CerebrasTestServer
 
@@ -23,6 +26,13 @@ EMPTY_CONFIG_HOME = tempfile.mkdtemp(prefix="lsp-spark-test-config-")
 SERVER_ENV = isolated_environment(EMPTY_CONFIG_HOME)
 
 StartSpark = Callable[..., Awaitable[LanguageClient]]
+
+
+def edit_tree(tree: Tree, edit: ByteEdit) -> None:
+    """Record a document's edit on a bare tree-sitter tree (which takes only positions)."""
+    positions = asdict(edit)
+    del positions["blank_after_code"]
+    tree.edit(**positions)
 
 
 @pytest.fixture

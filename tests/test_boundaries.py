@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from lsp_spark.documents import PositionEncoding
 from lsp_spark.syntax import boundaries
 from lsp_spark.workspace import Workspace
 
@@ -229,3 +230,24 @@ def test_the_statement_check_agrees_with_the_whole_file_on_real_code(path: str) 
             alone = boundaries.added_errors(syntax, cursor, indent, insertion)
             in_place = boundaries._added_errors_in_place(syntax, cursor, insertion.encode())
             assert (alone > 0) == (in_place > 0), (typed[-80:], insertion)
+
+
+@pytest.mark.parametrize("path", [textwrap.__file__, shlex.__file__])
+def test_after_enter_the_check_counts_as_with_a_reparsed_tree(path: str) -> None:
+    """The check reads the tree edited by Enter, not reparsed (see `tree_before`)."""
+    unparsed = 0
+    for typed, indent, following in enter_made_rows(path, 7):
+        above, _, _ = typed.rpartition("\n")
+        syntax = tree_of(above)
+        syntax.tree  # noqa: B018 - parsed before the keystroke, as the idle reparse leaves it
+        document = syntax.document
+        row = document.line_count - 1
+        end = (row, len(document.line(row)))
+        syntax.edit(document.apply_change(end, end, "\n" + indent, PositionEncoding.UTF32))
+        version = syntax.version
+        cursor = len(typed.encode())
+        for insertion in (following, following + ")", "(" + following):
+            edited = boundaries.added_errors(syntax, cursor, indent, insertion)
+            assert edited == boundaries.added_errors(tree_of(typed), cursor, indent, insertion)
+        unparsed += syntax.version == version
+    assert unparsed > 0

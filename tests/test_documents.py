@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import random
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import asdict
 from unittest import mock
 
 import pytest
@@ -21,6 +20,7 @@ from lsp_spark.documents import (
     PositionEncoding,
     UnknownDocumentError,
 )
+from tests.conftest import edit_tree
 
 UTF8, UTF16, UTF32 = PositionEncoding.UTF8, PositionEncoding.UTF16, PositionEncoding.UTF32
 ENCODINGS = list(PositionEncoding)
@@ -118,8 +118,23 @@ def ref_change(
         ref_point(text, lo),
         ref_point(text, hi),
         ref_point(result, lo + len(new_text)),
+        ref_blank_after_code(text, lo, hi, new_text),
     )
     return result, edit
+
+
+def ref_blank_after_code(text: str, lo: int, hi: int, new_text: str) -> bool:
+    blank = " \t\r\n"
+    line_start = max(text.rfind("\n", 0, lo), text.rfind("\r", 0, lo)) + 1
+    line_ends = [at for at in (text.find("\n", hi), text.find("\r", hi)) if at >= 0]
+    code = text[line_start:lo].rstrip(blank)
+    return (
+        lo == hi
+        and not new_text.strip(blank)
+        and not text[hi : min(line_ends, default=len(text))].strip(blank)
+        and code != ""
+        and not code.endswith("\\")
+    )
 
 
 def assert_matches_reference(doc: Document, text: str) -> None:
@@ -272,6 +287,31 @@ def test_insert_emoji_gives_byte_edit() -> None:
     edit = doc.apply_change((1, 0), (1, 0), "中", UTF16)
     assert doc.text == "a😀b\n中c"
     assert edit == ByteEdit(7, 7, 10, (1, 0), (1, 0), (1, 3))
+
+
+@pytest.mark.parametrize(
+    ("text", "at", "inserted", "blank_after_code"),
+    [
+        ("x = 1\ny = 2\n", (0, 5), "\n    ", True),  # Enter and its indentation
+        ("x = 1   \r\ny = 2", (0, 5), "\n", True),  # blank space follows on the line
+        ("x = 1  # note\n", (0, 13), "\n\t", True),  # after a comment
+        ("x = 1\n", (0, 3), "\n", False),  # code follows on the line
+        ("x = 1\n\ny", (1, 0), "    ", False),  # no code before it on its line
+        ("x = 1 + \\\n2", (0, 9), "\n", False),  # after a line continuation
+        ("x = 1\n", (0, 5), "\u00a0", False),  # not blank to a parser
+        ("x = 1\n", (0, 5), ";", False),
+    ],
+)
+def test_an_edit_says_whether_it_only_put_blank_space_after_code(
+    text: str, at: tuple[int, int], inserted: str, blank_after_code: bool
+) -> None:
+    doc = Document("u", "python", 1, text)
+    assert doc.apply_change(at, at, inserted, UTF16).blank_after_code is blank_after_code
+
+
+def test_a_replacement_is_not_blank_space_after_code() -> None:
+    doc = Document("u", "python", 1, "x = 1  \n")
+    assert not doc.apply_change((0, 5), (0, 7), "\n", UTF16).blank_after_code
 
 
 def test_delete_across_lines_gives_byte_edit() -> None:
@@ -443,7 +483,7 @@ def test_thousands_of_keystrokes_on_a_large_document() -> None:
 
 # --- property tests ---------------------------------------------------------------------
 
-ALPHABET = ["a", "b", " ", "\t", "\n", "\r\n", "\r", "😀", "中", "é", "e\u0301", "🎉"]
+ALPHABET = ["a", "b", " ", "\t", "\n", "\r\n", "\r", "\\", "😀", "中", "é", "e\u0301", "🎉"]
 PY_ALPHABET = [
     *("def ", "f", "(", ")", ":", "    ", "x", " = ", "1", "'", '"', "#", "[", "]", ","),
     *("return ", "if ", " ", "\n", "\r\n", "\r", "😀", "中"),
@@ -552,7 +592,7 @@ def test_byte_edits_drive_incremental_tree_sitter(
         doc = Document("u", "python", 1, text)
         tree = PARSER.parse(text.encode())
         for start, end, new_text, encoding in edits:
-            tree.edit(**asdict(doc.apply_change(start, end, new_text, encoding)))
+            edit_tree(tree, doc.apply_change(start, end, new_text, encoding))
             source = doc.text.encode()
             fresh = PARSER.parse(source)
             tree = PARSER.parse(source, tree)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import difflib
 import re
 import sys
+import textwrap
 import types
 from collections.abc import Iterator
-from dataclasses import asdict
+from pathlib import Path
 
 import pytest
 import tree_sitter_python
@@ -33,8 +35,11 @@ from lsp_spark.syntax.outline import (
     imports,
 )
 from lsp_spark.syntax.trees import SyntaxStore, SyntaxTree
+from lsp_spark.workspace import REPARSE_DELAY, Workspace
+from tests.conftest import edit_tree
 
 UTF16 = PositionEncoding.UTF16
+UTF32 = PositionEncoding.UTF32
 CURSOR = "‸"
 
 
@@ -137,7 +142,7 @@ def test_incremental_reparse_matches_a_fresh_parse(
             document.position_at(start, UTF16), document.position_at(end, UTF16), text, UTF16
         )
         syntax.edit(edit)
-        from_bytes.edit(**asdict(edit))
+        edit_tree(from_bytes, edit)
         if look:  # sometimes several edits wait for one reparse, sometimes not
             from_bytes = parser.parse(document.text.encode(), from_bytes)
             assert shape(syntax.tree) == shape(from_bytes)
@@ -217,6 +222,85 @@ def test_reparse_is_lazy_and_bumps_the_version() -> None:
         syntax.edit(syntax.document.apply_change((1, column), (1, column), "y", UTF16))
     assert syntax.version == 1
     assert str(syntax.tree.root_node) == str(Parser(syntax.language).parse(b"x = 1\nyyy").root_node)
+    assert syntax.version == 2
+
+
+def code_nodes(tree: Tree, before: int) -> list[tuple[str, int, tuple[int, int], bool]]:
+    """Each node holding code before byte `before`: its type, start and whether it has errors."""
+    return [
+        (kind, start, point, error)
+        for kind, start, point, error in (
+            (node.type, node.start_byte, node.start_point, node.has_error)
+            for node in nodes_of(tree)
+        )
+        if start < before
+    ]
+
+
+def nodes_of(tree: Tree) -> Iterator[Node]:
+    pending: list[Node] = [tree.root_node]
+    while pending:
+        node = pending.pop()
+        yield node
+        pending.extend(reversed(node.children))
+
+
+REAL_CODE = Path(textwrap.__file__).read_text(encoding="utf-8")
+
+
+def press_enter(syntax: SyntaxTree, row: int, indent: str) -> tuple[int, int]:
+    """Enter and `indent` at the end of `row` (edited, not reparsed): where the insertion
+    starts, and the cursor's byte after it."""
+    document = syntax.document
+    column = len(document.line(row).rstrip("\r\n"))
+    edit = document.apply_change((row, column), (row, column), "\n" + indent, UTF32)
+    syntax.edit(edit)
+    return edit.start_byte, edit.new_end_byte
+
+
+@pytest.mark.parametrize("keep_rest", [False, True])
+def test_after_enter_below_valid_code_its_nodes_are_read_without_a_reparse(
+    keep_rest: bool,
+) -> None:
+    lines = REAL_CODE.split("\n")
+    checked = reused = 0
+    for row in range(3, len(lines) - 1, 9):
+        text = "\n".join(lines if keep_rest else lines[:row])
+        syntax = open_syntax("python", text)
+        valid = not syntax.tree.root_node.has_error
+        line = lines[row - 1]
+        if not line.strip() or line.rstrip().endswith("\\"):
+            continue
+        start, cursor = press_enter(syntax, row - 1, line[: len(line) - len(line.lstrip())])
+        version = syntax.version
+        stale = syntax.tree_before(cursor)
+        fresh = Parser(syntax.language).parse(syntax.document.utf8)
+        assert code_nodes(stale, start) == code_nodes(fresh, start)
+        assert (syntax.version == version) == valid
+        checked, reused = checked + 1, reused + valid
+    assert reused > checked / 3
+
+
+def test_the_edited_tree_is_not_read_inside_the_blank_space_or_after_another_edit() -> None:
+    syntax = open_syntax("python", "def f():\n    x = 1\n    y = 2\n")
+    syntax.tree  # noqa: B018
+    start, _ = press_enter(syntax, 1, "    ")
+    syntax.tree_before(start + 1)
+    assert syntax.version == 2
+    start, cursor = press_enter(syntax, 3, "    ")
+    syntax.tree_before(cursor)
+    syntax.tree_before(start)
+    assert syntax.version == 2
+    syntax.edit(syntax.document.apply_change((4, 4), (4, 4), "z", UTF16))
+    syntax.tree_before(cursor)
+    assert syntax.version == 3
+
+
+def test_below_broken_code_the_tree_is_reparsed() -> None:
+    syntax = open_syntax("python", "def f(:\n    x = 1\n")
+    syntax.tree  # noqa: B018
+    _, cursor = press_enter(syntax, 1, "    ")
+    syntax.tree_before(cursor)
     assert syntax.version == 2
 
 
@@ -610,3 +694,28 @@ def test_error_count() -> None:
     assert error_count(parser.parse(PYTHON_SEED.encode())) == 0
     assert error_count(parser.parse(b"def f(:\n    pass\n")) > 0
     assert error_count(Parser(language_for("javascript")).parse(b"call(1, 2")) > 0
+
+
+async def test_the_tree_is_brought_up_to_date_once_typing_pauses() -> None:
+    workspace = Workspace()
+    uri = "file:///t/pause.py"
+    workspace.open(uri, "python", 1, "x = 1\n")
+    syntax = workspace.tree(uri)
+    assert syntax is not None
+    await asyncio.sleep(0)  # opening parses it at once
+    assert syntax.version == 1
+    for version, column in enumerate(range(3), start=2):
+        workspace.change(uri, version, [((1, column), (1, column), "y")], UTF16)
+        await asyncio.sleep(REPARSE_DELAY / 4)
+    assert syntax.version == 1  # typing on: no reparse yet
+    await asyncio.sleep(REPARSE_DELAY * 3)
+    assert syntax.version == 2
+    assert str(syntax.tree.root_node) == str(Parser(syntax.language).parse(b"x = 1\nyyy").root_node)
+
+
+def test_where_blank_lines_may_mean_something_the_tree_is_reparsed() -> None:
+    syntax = open_syntax("javascript", "let x = 1;\n")
+    syntax.tree  # noqa: B018
+    _, cursor = press_enter(syntax, 0, "")
+    syntax.tree_before(cursor)
+    assert syntax.version == 2

@@ -35,7 +35,7 @@ def starts_statement(syntax: SyntaxTree, row: int) -> bool:
     if column == len(text):
         return False
     byte = document.byte_offset_at(document.offset_at(row, column, PositionEncoding.UTF32))
-    node = syntax.tree.root_node.named_descendant_for_byte_range(byte, byte)
+    node = syntax.tree_before(byte + 1).root_node.named_descendant_for_byte_range(byte, byte)
     if node is None:
         return False
     parent = node.parent  # each access builds a new Node: read it once per step
@@ -130,6 +130,8 @@ INDENTED_LANGUAGES = frozenset({"python"})
 """Languages in which a statement cut out of its file parses as it did there, in a block of
 its own."""
 STATEMENT_PARENTS = frozenset({"block", "module"})
+LOOK_BACK_BYTES = 256
+"""Bytes read back at first for the code before the cursor (more when they are blank)."""
 BLOCK_HEADER = b"if True:\n"
 """Puts an indented statement in a block, where indentation means what it means in the file."""
 
@@ -187,42 +189,51 @@ def _nested_statement(
     search_from = (
         byte_offset - len(line_prefix.encode("utf-8", "surrogatepass")) if blank else byte_offset
     )
-    node = _code_before(syntax.tree.root_node, search_from)
-    while node is not None:
-        parent = node.parent
-        if parent is None:
-            return None
+    # Only code before the cursor is read, and only where it starts (its end is the line's
+    # at least): a row just made by Enter needs no reparse.
+    path = _path_to_code_before(syntax, syntax.tree_before(byte_offset).root_node, search_from)
+    for depth in range(len(path) - 1, 0, -1):
+        node = path[depth]
         if (
-            parent.type in STATEMENT_PARENTS
+            path[depth - 1].type in STATEMENT_PARENTS
             and node.start_point.column <= deepest
             and _starts_its_line(syntax, node)
         ):
             too_big = max(node.end_byte, byte_offset) - node.start_byte > STANDALONE_LIMIT
             return None if too_big or node.has_error else node
-        node = parent
     return None
 
 
-def _code_before(root: Node, byte_offset: int) -> Node | None:
-    """The innermost node holding the last code before `byte_offset`: in the blank space
-    between statements, the last statement before it. Comments are passed over: one
-    between an `if` body and its `elif` belongs to neither."""
-    if byte_offset <= 0:
-        return None
-    node = root.descendant_for_byte_range(byte_offset - 1, byte_offset - 1)
-    while node is not None:
-        if _is_comment(node):
-            node = node.prev_sibling or node.parent
-            continue
-        earlier = [
-            child
-            for child in node.children
-            if child.start_byte < byte_offset and not _is_comment(child)
-        ]
-        if not earlier or earlier[-1].end_byte >= byte_offset:
-            break
-        node = earlier[-1]
-    return node
+def _path_to_code_before(syntax: SyntaxTree, root: Node, byte_offset: int) -> list[Node]:
+    """The nodes from the root down to the innermost one holding the last code before
+    `byte_offset` (none when there is no code before it). Comments are passed over: one
+    between an `if` body and its `elif` belongs to neither. Found by the byte, going down:
+    where nodes end is not looked at."""
+    end = byte_offset
+    while (last := _last_code_byte(syntax, end)) >= 0:
+        path = [root]
+        cursor = root.walk()
+        while cursor.goto_first_child_for_byte(last) is not None:
+            node = cursor.node
+            if node is None or node.start_byte > last:
+                break
+            path.append(node)
+        if not _is_comment(path[-1]):
+            return path
+        end = path[-1].start_byte
+    return []
+
+
+def _last_code_byte(syntax: SyntaxTree, end: int) -> int:
+    """Where the last byte before `end` that is not blank is, or -1."""
+    window = LOOK_BACK_BYTES
+    while end > 0:
+        start = max(0, end - window)
+        text = syntax.document.utf8_between(start, end).rstrip()
+        if text:
+            return start + len(text) - 1
+        end, window = start, window * 4
+    return -1
 
 
 def _is_comment(node: Node) -> bool:

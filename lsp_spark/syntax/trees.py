@@ -14,12 +14,17 @@ from tree_sitter import Language, Parser, Tree
 from lsp_spark.documents import ByteEdit, Document
 from lsp_spark.syntax.grammars import canonical, language_for
 
+BLANK_LINES_IGNORED = frozenset({"python"})
+"""Grammars to which a line of blank space outside a string means nothing (not Markdown's,
+where it ends a paragraph)."""
+
 
 class SyntaxTree:
     """One document's tree, kept current by incremental edits."""
 
     __slots__ = (
         "__weakref__",
+        "_blank_insertion",
         "_parser",
         "_stale",
         "_tree",
@@ -43,6 +48,8 @@ class SyntaxTree:
         self._parser = Parser(language)
         self._tree: Tree | None = None
         self._stale = True
+        self._blank_insertion: tuple[int, int] | None = None
+        """Where the one edit since the last parse went in, when it was `blank_after_code`."""
 
     def __repr__(self) -> str:
         return f"SyntaxTree({self.document.uri!r}, {self.language_id!r}, version={self.version})"
@@ -58,11 +65,33 @@ class SyntaxTree:
                 old_end_point=edit.old_end_point,
                 new_end_point=edit.new_end_point,
             )
+        lone_blank = edit.blank_after_code and not self._stale
+        self._blank_insertion = (edit.start_byte, edit.new_end_byte) if lone_blank else None
         self._stale = True
 
     @property
     def tree(self) -> Tree:
         """The current tree: reparsed incrementally (reusing the edited tree) if edits came in."""
+        return self.refresh()
+
+    def tree_before(self, byte: int) -> Tree:
+        """The tree, to read the kinds, starts and errors of the nodes holding code before
+        `byte`. Not reparsed when blank lines mean nothing to the grammar, the last parse
+        found no syntax error and the only edit since put blank space after a line's code
+        (Enter and its indentation), unless `byte` falls inside that space: valid code
+        stays valid, with the same nodes, only shifted by the edit, except that a node
+        which ended where the blank space went in now ends after it. (Around errors,
+        recovery can differ: then it is reparsed.)"""
+        tree, blank = self._tree, self._blank_insertion
+        if (
+            tree is not None
+            and self.language_id in BLANK_LINES_IGNORED
+            and self._stale
+            and blank is not None
+            and not blank[0] < byte < blank[1]
+            and not tree.root_node.has_error
+        ):
+            return tree
         return self.refresh()
 
     def refresh(self) -> Tree:
@@ -73,6 +102,7 @@ class SyntaxTree:
                 self._parser.parse(source) if old is None else self._parser.parse(source, old)
             )
             self._stale = False
+            self._blank_insertion = None
             self.version += 1
         return self._tree
 
@@ -112,3 +142,6 @@ class SyntaxStore:
 
     def get(self, uri: str) -> SyntaxTree | None:
         return self._trees.get(uri)
+
+    def __contains__(self, uri: str) -> bool:
+        return uri in self._trees
