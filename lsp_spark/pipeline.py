@@ -33,6 +33,11 @@ PREFETCH_DELAY = 0.01
 """Seconds between delivering a suggestion and fetching its continuation: enough for the
 answer to leave first. Any later and an accept, which comes about 150 ms after the
 suggestion appears, would find the continuation still on its way."""
+WAIT_REPARSE_DELAY = 0.002
+"""Seconds a block request waits for the model before its document is reparsed: a hosted
+model's first token takes tens of milliseconds, so the reparse still happens while it
+waits, but an answer back sooner than this is not held up by it (the tree is then
+brought up to date only if the suggestion's check needs it, or after the answer)."""
 IDLE_REWARM = 45.0
 """Servers drop idle keep-alive connections after about a minute; re-open before that."""
 # After a failure the backend is left alone for a while instead of being asked on every keystroke.
@@ -389,6 +394,10 @@ class CompletionEngine:
         if built is None:
             self.stats.empty += 1
             return None
+        if built.cursor.multiline:
+            # A block suggestion may be checked against the syntax tree: reparse while this
+            # request waits for the model. (A line's rarely is.)
+            self.workspace.parse_soon(document.uri, WAIT_REPARSE_DELAY)
         if time.monotonic() < self._paused_until:
             return None
         if delay := self.debounce.seconds(settings.debounce_ms):

@@ -30,11 +30,6 @@ from lsp_spark.syntax.grammars import query_for
 from lsp_spark.syntax.trees import SyntaxStore, SyntaxTree
 
 OUTLINE_REFRESH_DELAY = 0.3
-REPARSE_DELAY = 0.01
-"""Seconds after an edit, with no edit since, that the tree is brought up to date: a request
-waiting for a hosted model (whose first token takes tens of milliseconds more) finds it
-current, an answer back sooner is not held up by it, and the next keystroke finds only its
-own edit pending (after Enter, none of the tree needs a reparse: `SyntaxTree.tree_before`)."""
 RECENT_EDITS = 16
 NEARBY_ROWS = 3
 
@@ -103,7 +98,6 @@ class Workspace:
         """Per document, what the context builder read for its cursor's row (see
         `build_context`)."""
         self._refreshes: dict[str, Deadline] = {}
-        self._reparses: dict[str, Deadline] = {}
         self._stamp = ChangeStamp()
 
     def stamp_except(self, uri: str) -> int | None:
@@ -132,7 +126,6 @@ class Workspace:
         edits = self.documents.change(uri, version, changes, encoding)
         self._stamp.changed(uri)
         self.syntax.change(uri, edits)
-        self._schedule_reparse(uri)
         if self.exclusions.excludes(uri):
             return
         for edit in edits:
@@ -171,36 +164,20 @@ class Workspace:
         self.window_tops.pop(uri, None)
         self.row_contexts.pop(uri, None)
         self._stamp.changed_everywhere()
-        for deadlines in (self._refreshes, self._reparses):
-            if (deadline := deadlines.pop(uri, None)) is not None:
-                deadline.cancel()
+        if (deadline := self._refreshes.pop(uri, None)) is not None:
+            deadline.cancel()
 
     def tree(self, uri: str) -> SyntaxTree | None:
         return self.syntax.get(uri)
 
-    def parse_soon(self, uri: str) -> None:
-        """Bring the tree up to date once the step in hand (an answer being written) is done,
-        rather than `REPARSE_DELAY` after the edit."""
+    def parse_soon(self, uri: str, delay: float = 0.0) -> None:
+        """Bring the tree up to date once the step in hand is done (its answer written, or
+        its request sent and waiting for the model), or `delay` seconds later: the checks
+        of a suggestion and the next row's context then find the tree current."""
         syntax = self.syntax.get(uri)
         if syntax is not None:
             with contextlib.suppress(RuntimeError):
-                asyncio.get_running_loop().call_soon(syntax.refresh)
-
-    def _schedule_reparse(self, uri: str) -> None:
-        if uri not in self.syntax:
-            return
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            return
-        deadline = self._reparses.get(uri)
-        if deadline is None:
-            deadline = self._reparses[uri] = Deadline(partial(self._reparse, uri))
-        deadline.push(loop.time() + REPARSE_DELAY)
-
-    def _reparse(self, uri: str) -> None:
-        if (syntax := self.syntax.get(uri)) is not None:
-            syntax.refresh()
+                asyncio.get_running_loop().call_later(delay, syntax.refresh)
 
     def _schedule_outline(self, uri: str, delay: float = OUTLINE_REFRESH_DELAY) -> None:
         """Refresh the outline after typing pauses; outside an event loop, only on request."""

@@ -239,7 +239,7 @@ def test_after_enter_the_check_counts_as_with_a_reparsed_tree(path: str) -> None
     for typed, indent, following in enter_made_rows(path, 7):
         above, _, _ = typed.rpartition("\n")
         syntax = tree_of(above)
-        syntax.tree  # noqa: B018 - parsed before the keystroke, as the idle reparse leaves it
+        syntax.tree  # noqa: B018 - parsed before the keystroke (after the previous answer)
         document = syntax.document
         row = document.line_count - 1
         end = (row, len(document.line(row)))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import difflib
 import re
 import sys
@@ -35,7 +34,6 @@ from lsp_spark.syntax.outline import (
     imports,
 )
 from lsp_spark.syntax.trees import SyntaxStore, SyntaxTree
-from lsp_spark.workspace import REPARSE_DELAY, Workspace
 from tests.conftest import edit_tree
 
 UTF16 = PositionEncoding.UTF16
@@ -694,23 +692,6 @@ def test_error_count() -> None:
     assert error_count(parser.parse(PYTHON_SEED.encode())) == 0
     assert error_count(parser.parse(b"def f(:\n    pass\n")) > 0
     assert error_count(Parser(language_for("javascript")).parse(b"call(1, 2")) > 0
-
-
-async def test_the_tree_is_brought_up_to_date_once_typing_pauses() -> None:
-    workspace = Workspace()
-    uri = "file:///t/pause.py"
-    workspace.open(uri, "python", 1, "x = 1\n")
-    syntax = workspace.tree(uri)
-    assert syntax is not None
-    await asyncio.sleep(0)  # opening parses it at once
-    assert syntax.version == 1
-    for version, column in enumerate(range(3), start=2):
-        workspace.change(uri, version, [((1, column), (1, column), "y")], UTF16)
-        await asyncio.sleep(REPARSE_DELAY / 4)
-    assert syntax.version == 1  # typing on: no reparse yet
-    await asyncio.sleep(REPARSE_DELAY * 3)
-    assert syntax.version == 2
-    assert str(syntax.tree.root_node) == str(Parser(syntax.language).parse(b"x = 1\nyyy").root_node)
 
 
 def test_where_blank_lines_may_mean_something_the_tree_is_reparsed() -> None:

@@ -142,6 +142,3 @@ class SyntaxStore:
 
     def get(self, uri: str) -> SyntaxTree | None:
         return self._trees.get(uri)
-
-    def __contains__(self, uri: str) -> bool:
-        return uri in self._trees
