@@ -294,10 +294,19 @@ def test_the_edited_tree_is_not_read_inside_the_blank_space_or_after_another_edi
     assert syntax.version == 3
 
 
-def test_below_broken_code_the_tree_is_reparsed() -> None:
-    syntax = open_syntax("python", "def f(:\n    x = 1\n")
+@pytest.mark.parametrize(
+    ("language_id", "text", "row", "indent"),
+    [
+        ("python", "def f(:\n    x = 1\n", 1, "    "),  # below broken code
+        ("javascript", "let x = 1;\n", 0, ""),  # where blank lines may mean something
+    ],
+)
+def test_the_tree_is_reparsed_below_broken_code_or_where_blank_lines_may_count(
+    language_id: str, text: str, row: int, indent: str
+) -> None:
+    syntax = open_syntax(language_id, text)
     syntax.tree  # noqa: B018
-    _, cursor = press_enter(syntax, 1, "    ")
+    _, cursor = press_enter(syntax, row, indent)
     syntax.tree_before(cursor)
     assert syntax.version == 2
 
@@ -692,11 +701,3 @@ def test_error_count() -> None:
     assert error_count(parser.parse(PYTHON_SEED.encode())) == 0
     assert error_count(parser.parse(b"def f(:\n    pass\n")) > 0
     assert error_count(Parser(language_for("javascript")).parse(b"call(1, 2")) > 0
-
-
-def test_where_blank_lines_may_mean_something_the_tree_is_reparsed() -> None:
-    syntax = open_syntax("javascript", "let x = 1;\n")
-    syntax.tree  # noqa: B018
-    _, cursor = press_enter(syntax, 0, "")
-    syntax.tree_before(cursor)
-    assert syntax.version == 2

@@ -49,7 +49,8 @@ class SyntaxTree:
         self._tree: Tree | None = None
         self._stale = True
         self._blank_insertion: tuple[int, int] | None = None
-        """Where the one edit since the last parse went in, when it was `blank_after_code`."""
+        """Where the one edit since the last parse went in, when the edited tree can stand
+        for a reparse (see `tree_before`)."""
 
     def __repr__(self) -> str:
         return f"SyntaxTree({self.document.uri!r}, {self.language_id!r}, version={self.version})"
@@ -65,8 +66,14 @@ class SyntaxTree:
                 old_end_point=edit.old_end_point,
                 new_end_point=edit.new_end_point,
             )
-        lone_blank = edit.blank_after_code and not self._stale
-        self._blank_insertion = (edit.start_byte, edit.new_end_byte) if lone_blank else None
+        reusable = (
+            edit.blank_after_code
+            and not self._stale
+            and self._tree is not None
+            and self.language_id in BLANK_LINES_IGNORED
+            and not self._tree.root_node.has_error
+        )
+        self._blank_insertion = (edit.start_byte, edit.new_end_byte) if reusable else None
         self._stale = True
 
     @property
@@ -83,14 +90,7 @@ class SyntaxTree:
         which ended where the blank space went in now ends after it. (Around errors,
         recovery can differ: then it is reparsed.)"""
         tree, blank = self._tree, self._blank_insertion
-        if (
-            tree is not None
-            and self.language_id in BLANK_LINES_IGNORED
-            and self._stale
-            and blank is not None
-            and not blank[0] < byte < blank[1]
-            and not tree.root_node.has_error
-        ):
+        if tree is not None and blank is not None and not blank[0] < byte < blank[1]:
             return tree
         return self.refresh()
 
