@@ -1214,7 +1214,9 @@ def compare_with_reference(results: dict[str, Any]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--quick", action="store_true", help="two short traces, about a minute")
+    parser.add_argument(
+        "--quick", action="store_true", help="two short traces, about three minutes"
+    )
     arguments = parser.parse_args()
     sys.setswitchinterval(SWITCH_INTERVAL)
     started = time.perf_counter()
