@@ -33,14 +33,20 @@ MAX_TOKENS = 128
 STATS = "lspSpark/stats"
 """Answered with nothing, so the replay's round-trip probe times pygls' own path."""
 
-server = LanguageServer("lsp-spark-reference", "1")
-clients: dict[str, AsyncCerebras] = {}
+
+class ReferenceServer(LanguageServer):
+    """pygls' server, holding the SDK client `initialize` makes from the replay's options."""
+
+    cerebras: AsyncCerebras
+
+
+server = ReferenceServer("lsp-spark-reference", "1")
 
 
 @server.feature(types.INITIALIZE)
 def initialize(params: types.InitializeParams) -> None:
     options: dict[str, Any] = params.initialization_options or {}
-    clients["cerebras"] = AsyncCerebras(
+    server.cerebras = AsyncCerebras(
         api_key=options["apiKey"],
         base_url=options["baseUrl"],
         max_retries=0,
@@ -60,17 +66,17 @@ async def inline_completion(
     document = server.workspace.get_text_document(params.text_document.uri)
     offset = document.offset_at_position(params.position)
     prefix, suffix = document.source[:offset], document.source[offset:]
-    line_rest = suffix.split("\n", 1)[0]
+    multiline = not suffix.split("\n", 1)[0].strip()
     request = CompletionRequest(
         prefix=prefix[-PREFIX_CHARS:],
         suffix=suffix[:SUFFIX_CHARS],
         language=document.language_id or "plaintext",
         filename=Path(document.path).name,
         max_tokens=MAX_TOKENS,
-        stop=("\n",) if line_rest.strip() else ("\n\n\n",),
-        multiline=not line_rest.strip(),
+        stop=("\n\n\n",) if multiline else ("\n",),
+        multiline=multiline,
     )
-    stream = await clients["cerebras"].chat.completions.create(
+    stream = await server.cerebras.chat.completions.create(
         model=DEFAULT_CEREBRAS_MODEL,
         messages=chat_messages(request),  # type: ignore[arg-type]
         stream=True,

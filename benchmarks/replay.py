@@ -12,8 +12,8 @@ continuation, so suggestions are right and the acceptance path is exercised.
 Runs, each trace with a fresh server process and a fresh test server:
   overhead   zero-delay backend, debounce 0: what the server adds around an upstream call;
   reference  the same for `reference_server.py`, the plain pygls + SDK server the latency
-             issue's target was set against, typing every character for 25 s: the share of
-             its overhead is the number the machine's drift between runs does not move;
+             issue's target was set against, typing every character for 25 s: both meet
+             the same drift of the machine, so lsp-spark's share of it compares across runs;
   realistic  TTFT 0.1 s and 1,000 tokens/s, the server's default settings;
   baseline   as realistic with cache, prefetch and supersession off, to show what each saves.
 Sessions run one at a time: on a small machine a second server starting up (a second of CPU)
