@@ -42,6 +42,7 @@ bench: install
 	$(BIN)/python benchmarks/holes.py
 	$(BIN)/python benchmarks/bench_http.py
 	$(BIN)/python benchmarks/bench_privacy.py
+	$(BIN)/python benchmarks/bench_cold.py
 	$(BIN)/python benchmarks/edit_tasks.py
 	$(BIN)/python benchmarks/replay.py
 
