@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 EDITOR_PACKAGES := neovim emacs-nox elpa-eglot
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: install editors demo test lint bench soak
+.PHONY: install editors demo test lint bench peers soak
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -35,7 +35,11 @@ test: install editors
 lint: install
 	$(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/mypy lsp_spark
 
-bench: install
+# Peer servers the replay measures beside lsp-spark (Node.js 20+ and npm, as for VS Code).
+peers:
+	npm ci --prefix benchmarks/peers --no-audit --no-fund --ignore-scripts
+
+bench: install peers
 	$(BIN)/python benchmarks/bench_documents.py
 	$(BIN)/python benchmarks/bench_syntax.py
 	$(BIN)/python benchmarks/bench_context.py

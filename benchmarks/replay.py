@@ -14,6 +14,8 @@ Runs, each trace with a fresh server process and a fresh test server:
   reference  the same for `reference_server.py`, the plain pygls + SDK server the latency
              issue's target was set against, typing every character for 25 s: both meet
              the same drift of the machine, so lsp-spark's share of it compares across runs;
+  tabby      the same for a peer, Tabby's own language server (tabby-agent, `make peers`
+             installs it), debounce off, against the test server speaking Tabby's API;
   realistic  TTFT 0.1 s and 1,000 tokens/s, the server's default settings;
   baseline   as realistic with cache, prefetch and supersession off, to show what each saves.
 Sessions run one at a time: on a small machine a second server starting up (a second of CPU)
@@ -34,6 +36,7 @@ import math
 import multiprocessing
 import os
 import random
+import shutil
 import statistics
 import sys
 import sysconfig
@@ -57,7 +60,12 @@ from pygls.protocol import LanguageServerProtocol  # noqa: E402
 from lsp_spark.demo import _drain  # noqa: E402
 from lsp_spark.prompts.chat import HOLE  # noqa: E402
 from lsp_spark.testing import isolated_environment  # noqa: E402
-from lsp_spark.testing.cerebras_server import CerebrasTestServer, RecordedRequest  # noqa: E402
+from lsp_spark.testing.cerebras_server import (  # noqa: E402
+    CerebrasTestServer,
+    RecordedRequest,
+    Route,
+    tokenize,
+)
 
 RESULTS = ROOT / "benchmarks" / "results" / "replay.json"
 UPSTREAM_START_TIMEOUT = 30.0
@@ -96,12 +104,17 @@ SWITCH_INTERVAL = 0.001
 from delaying the client's timestamps by up to the default 5 ms."""
 
 
-SERVE = ("-m", "lsp_spark", "serve")
-REFERENCE_SERVER = (str(ROOT / "benchmarks" / "reference_server.py"),)
+SERVE = (sys.executable, "-m", "lsp_spark", "serve")
+REFERENCE_SERVER = (sys.executable, str(ROOT / "benchmarks" / "reference_server.py"))
+TABBY_AGENT = ROOT / "benchmarks" / "peers" / "node_modules" / "tabby-agent" / "dist" / "cli.js"
+TABBY_SERVER = ("node", str(TABBY_AGENT), "--lsp", "--stdio")
 ISSUE_REFERENCE_MS = 3.5
 """What the latency issue measured for a bare pygls handler streaming through the SDK, the
 yardstick its 2 ms target was set against: the target is this share of the reference."""
 TARGET_SHARE = 2 / ISSUE_REFERENCE_MS
+ISSUE_TABBY_MS = 3.8
+"""What the issue measured for tabby-agent with its debounce off, on the same machine."""
+TABBY_TARGET_SHARE = 2 / ISSUE_TABBY_MS
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +124,10 @@ class Mode:
     ttft: float
     tokens_per_second: float | None
     server: tuple[str, ...] = SERVE
-    """The server's command line after the interpreter."""
+    api: str = "cerebras"
+    """What the server speaks upstream: "cerebras" (lsp-spark and the reference, which also
+    answer `lspSpark/stats`) or "tabby"."""
+    request: str = types.TEXT_DOCUMENT_INLINE_COMPLETION
     accepts: bool = True
     """Whether the typist takes right suggestions; without, every character is typed, so
     each keystroke is a request and the overhead is sampled on typing alone."""
@@ -121,9 +137,23 @@ class Mode:
 
 OVERHEAD = Mode("overhead", {"debounceMs": 0}, 0.0, None)
 REFERENCE = Mode("reference", {}, 0.0, None, REFERENCE_SERVER, accepts=False, typing_seconds=25.0)
+TABBY = Mode(
+    "tabby",
+    {},
+    0.0,
+    None,
+    TABBY_SERVER,
+    api="tabby",
+    request=types.TEXT_DOCUMENT_COMPLETION,
+    accepts=False,
+    typing_seconds=50.0,
+)
+"""tabby-agent 1.5's language server answers `textDocument/completion` only: it does not
+offer inline completion. It answers most keystrokes from its own cache of the last
+suggestion, so it types longer than the reference for samples of its upstream calls."""
 REALISTIC = Mode("realistic", {}, 0.1, 1000.0)
 BASELINE = Mode("baseline", {"cache": False, "prefetch": False, "supersede": False}, 0.1, 1000.0)
-MODES = (OVERHEAD, REFERENCE, REALISTIC, BASELINE)
+MODES = (OVERHEAD, REFERENCE, TABBY, REALISTIC, BASELINE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -318,18 +348,86 @@ class Oracle:
         self.trace = trace
 
     def reply(self, body: dict[str, Any]) -> str:
-        """The rest of the line for single-line requests (they stop at a newline); otherwise
-        the rest of the line and one to three more."""
-        before = body["messages"][-1]["content"].split(HOLE, 1)[0][-ORACLE_MATCH_CHARS:]
+        """A chat completion: single-line requests stop at a newline."""
+        before = body["messages"][-1]["content"].split(HOLE, 1)[0]
+        return self.continuation(before, "\n" in (body.get("stop") or []))
+
+    def tabby_completion(self, record: RecordedRequest) -> dict[str, Any]:
+        """Tabby's `/v1/completions`, answered whole. Its requests carry no stop sequence, so
+        a cursor after code on its line gets the rest of that line, as lsp-spark's
+        single-line requests do."""
+        prefix = str(record.body["segments"]["prefix"])
+        reply = self.continuation(prefix, bool(prefix.rsplit("\n", 1)[-1].strip()))
+        record.reply, record.tokens_sent, record.finished = reply, len(tokenize(reply)), True
+        return {"id": f"cmpl-{record.received_at}", "choices": [{"index": 0, "text": reply}]}
+
+    def continuation(self, before: str, single_line: bool) -> str:
+        """The rest of the line after `before`; unless `single_line`, one to three more."""
+        before = before[-ORACLE_MATCH_CHARS:]
         source = self.trace.source
         found = source.find(before, max(self.trace.start - len(before), 0)) if before else -1
         if found < 0:
             return ""
         at = found + len(before)
         lines = source[at:].split("\n")
-        if "\n" in (body.get("stop") or []):
+        if single_line:
             return lines[0]
         return "\n".join(lines[: 1 + at % 3 + (not lines[0].strip())])
+
+
+def tabby_health(_: RecordedRequest) -> dict[str, Any]:
+    return {
+        "model": "loopback",
+        "device": "cpu",
+        "arch": "x86_64",
+        "cpu_info": "loopback",
+        "cpu_count": os.cpu_count(),
+        "cuda_devices": [],
+        "version": {"git_describe": "v0.30.0"},
+    }
+
+
+def tabby_settings(_: RecordedRequest) -> dict[str, Any]:
+    return {"disable_client_side_telemetry": True}
+
+
+def tabby_event(_: RecordedRequest) -> dict[str, Any]:
+    return {}
+
+
+def tabby_routes(oracle: Oracle) -> dict[tuple[str, str], Route]:
+    """The endpoints tabby-agent calls (functions, so the spawned test server can take them)."""
+    return {
+        ("GET", "/v1/health"): tabby_health,
+        ("GET", "/v1beta/server_setting"): tabby_settings,
+        ("POST", "/v1/events"): tabby_event,
+        ("POST", "/v1/completions"): oracle.tabby_completion,
+    }
+
+
+def tabby_home(folder: Path, base_url: str) -> dict[str, str]:
+    """A home of its own for tabby-agent, whose config file points it at the test server
+    with its debounce off (as the issue measured it) and no usage reports."""
+    config = folder / ".tabby-client" / "agent" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(
+        f'[server]\nendpoint = "{base_url}"\ntoken = "{API_KEY}"\n\n'
+        '[completion.debounce]\nmode = "fixed"\ninterval = 0\n\n'
+        "[anonymousUsageTracking]\ndisable = true\n",
+        encoding="utf-8",
+    )
+    return {"HOME": str(folder)}
+
+
+def missing(mode: Mode) -> str | None:
+    """Why a peer's mode cannot run here, or None."""
+    if mode.api != "tabby":
+        return None
+    if shutil.which("node") is None:
+        return "tabby: Node.js is not installed"
+    if not TABBY_AGENT.exists():
+        return "tabby: tabby-agent is not installed (run `make peers`)"
+    return None
 
 
 def _serve_upstream(knobs: dict[str, Any], pipe: Connection) -> None:
@@ -513,9 +611,10 @@ class Typist:
         position = None if self.typo is not None else self.position
         event = Event(kind, self.version, position, self.tail, time.monotonic())
         self.session.events.append(event)
+        method = self.session.mode.request
         self.protocol.request_raw(
-            types.TEXT_DOCUMENT_INLINE_COMPLETION,
-            inline_params(self.uri, self.line, self.character),
+            method,
+            request_params(method, self.uri, self.line, self.character),
             partial(self._answered, event),
         )
 
@@ -579,11 +678,17 @@ class Typist:
             await asyncio.sleep(0.01)
 
 
-def inline_params(uri: str, line: int, character: int) -> dict[str, Any]:
+def request_params(method: str, uri: str, line: int, character: int) -> dict[str, Any]:
+    """Inline completion as an editor triggers it while typing; completion items as invoked."""
+    trigger = (
+        types.InlineCompletionTriggerKind.Automatic
+        if method == types.TEXT_DOCUMENT_INLINE_COMPLETION
+        else types.CompletionTriggerKind.Invoked
+    )
     return {
         "textDocument": {"uri": uri},
         "position": {"line": line, "character": character},
-        "context": {"triggerKind": types.InlineCompletionTriggerKind.Automatic.value},
+        "context": {"triggerKind": trigger.value},
     }
 
 
@@ -600,7 +705,10 @@ def first_item(result: Any) -> dict[str, Any] | None:
 
 
 def item_text(item: dict[str, Any]) -> str:
-    text = item.get("insertText", "")
+    """An inline item's text (a string or a snippet), or a completion item's edit."""
+    text = item.get("insertText")
+    if text is None:
+        text = (item.get("textEdit") or {}).get("newText", "")
     return text if isinstance(text, str) else text.get("value", "")
 
 
@@ -678,10 +786,9 @@ async def first_request(client: LanguageClient, session: Session, folder: Path) 
     probe = session.probe = Event("probe", 1, None, before[-DOCUMENT_TAIL:], time.monotonic())
     protocol = cast(LeanProtocol, client.protocol)
     try:
-        params = inline_params(uri, *end_position(before))
-        probe.arrived, result = await lean_request(
-            protocol, types.TEXT_DOCUMENT_INLINE_COMPLETION, params
-        )
+        method = session.mode.request
+        params = request_params(method, uri, *end_position(before))
+        probe.arrived, result = await lean_request(protocol, method, params)
         item = first_item(result)
         probe.text = item_text(item) if item is not None else ""
     except Exception as error:
@@ -696,16 +803,21 @@ async def run_session(
 ) -> Session:
     """One server process and one test server for one trace; both always stopped."""
     session = Session(trace, mode)
+    oracle = Oracle(trace)
     upstream = SeparateUpstream(
         ttft=mode.ttft,
         tokens_per_second=mode.tokens_per_second,
-        reply_fn=Oracle(trace).reply,
+        reply_fn=oracle.reply,
         api_key=API_KEY,
+        routes=tabby_routes(oracle) if mode.api == "tabby" else None,
     )
     # start() and stop() block until the other process answers: keep them off the loop.
     await asyncio.to_thread(upstream.start)
     try:
         options = {"backend": "cerebras", "apiKey": API_KEY, "baseUrl": upstream.base_url}
+        if mode.api == "tabby":
+            home = Path(environment["XDG_CONFIG_HOME"]) / f"home-{mode.name}-{trace.module}"
+            environment = environment | tabby_home(home, upstream.base_url)
         await asyncio.wait_for(
             drive(session, options | mode.options, scale, environment),
             scale.typing_seconds + RUN_MARGIN,
@@ -730,7 +842,7 @@ async def drive(
     def show_message(params: types.ShowMessageParams) -> None:
         session.messages.append(params.message)
 
-    await client.start_io(sys.executable, *session.mode.server, env=environment)
+    await client.start_io(*session.mode.server, env=environment)
     stderr: list[bytes] = []
     drain = asyncio.create_task(_drain(client, stderr))
     process = client._server
@@ -741,7 +853,9 @@ async def drive(
         session.rss_start_mib = resident_mib(process.pid)
         folder = Path(environment["XDG_CONFIG_HOME"])
         await first_request(client, session, folder)
-        await round_trips(cast(LeanProtocol, client.protocol), session)
+        speaks_stats = session.mode.api == "cerebras"
+        if speaks_stats:
+            await round_trips(cast(LeanProtocol, client.protocol), session)
         uri = (folder / session.trace.path.name).as_uri()
         client.text_document_did_open(
             types.DidOpenTextDocumentParams(
@@ -754,8 +868,9 @@ async def drive(
         await typist.type_trace()
         session.typing_seconds = time.monotonic() - session.typing_started
         await typist.settle(REQUEST_TIMEOUT)
-        stats = client.protocol.send_request_async("lspSpark/stats", None)
-        session.stats = plain(await asyncio.wait_for(stats, REQUEST_TIMEOUT))
+        if speaks_stats:
+            stats = client.protocol.send_request_async("lspSpark/stats", None)
+            session.stats = plain(await asyncio.wait_for(stats, REQUEST_TIMEOUT))
         session.rss_end_mib = resident_mib(process.pid)
         await asyncio.wait_for(client.shutdown_async(None), SHUTDOWN_TIMEOUT)
         client.exit(None)
@@ -770,6 +885,8 @@ async def drive(
 
 def prompt_tail(record: RecordedRequest) -> str:
     body = record.body if isinstance(record.body, dict) else {}
+    if "segments" in body:
+        return str(body["segments"].get("prefix", ""))[-PROMPT_TAIL:]
     messages = body.get("messages") or [{}]
     return str(messages[-1].get("content", "")).split(HOLE, 1)[0][-PROMPT_TAIL:]
 
@@ -1058,6 +1175,13 @@ ROWS: list[Row] = [
         f"≤ {TARGET_SHARE:.0%}",
         lambda v: v <= TARGET_SHARE,
     ),
+    ("tabby-agent, debounce off, same traces, p50 (ms)", "overheadTabbyP50Ms", "", None),
+    (
+        "  lsp-spark's p50 as a share of it",
+        "overheadShareOfTabby",
+        f"≤ {TABBY_TARGET_SHARE:.0%}",
+        lambda v: v <= TABBY_TARGET_SHARE,
+    ),
     ("  samples (upstream-served keystrokes)", "overheadSamples", "", None),
     ("  request sent → upstream call p50 (ms)", "overheadBeforeP50Ms", "", None),
     ("  upstream done → answer received p50", "overheadAfterP50Ms", "", None),
@@ -1095,6 +1219,7 @@ ROWS: list[Row] = [
 ]
 SHARES = {
     "overheadShareOfReference",
+    "overheadShareOfTabby",
     "ghostShownShare",
     "noUpstreamShare",
     "noUpstreamShareAccepting",
@@ -1180,12 +1305,13 @@ def notes(results: dict[str, Any]) -> list[str]:
 async def benchmark(scale: Scale) -> dict[str, Any]:
     rng = random.Random(SEED)
     traces = [pick_trace(module, scale.chars, rng) for module in scale.modules]
-    sessions: dict[str, list[Session]] = {mode.name: [] for mode in MODES}
+    modes = [mode for mode in MODES if missing(mode) is None]
+    sessions: dict[str, list[Session]] = {mode.name: [] for mode in modes}
     with tempfile.TemporaryDirectory(prefix="lsp-spark-replay-") as config_home:
         environment = isolated_environment(config_home)
         for trace in traces:
             print(f"{trace.module}: {len(trace.region)} chars from line {trace.first_line}")
-            for mode in MODES:
+            for mode in modes:
                 session = await run_session(trace, mode, scale, environment)
                 sessions[mode.name].append(session)
                 state = f"failed: {session.failure}" if session.failure else "done"
@@ -1204,12 +1330,15 @@ async def benchmark(scale: Scale) -> dict[str, Any]:
     }
 
 
-def compare_with_reference(results: dict[str, Any]) -> None:
-    """Put the bare server's overhead, from the same run, beside lsp-spark's."""
-    ours, reference = results[OVERHEAD.name]["summary"], results[REFERENCE.name]["summary"]
-    mine, theirs = ours["overheadP50Ms"], reference["overheadP50Ms"]
-    ours["overheadReferenceP50Ms"] = theirs
-    ours["overheadShareOfReference"] = mine / theirs if mine and theirs else None
+def compare_with_others(results: dict[str, Any]) -> None:
+    """Put the bare server's and tabby-agent's overheads, from the same run, beside
+    lsp-spark's."""
+    ours = results[OVERHEAD.name]["summary"]
+    mine = ours["overheadP50Ms"]
+    for mode, name in ((REFERENCE, "Reference"), (TABBY, "Tabby")):
+        theirs = results.get(mode.name, {}).get("summary", {}).get("overheadP50Ms")
+        ours[f"overhead{name}P50Ms"] = theirs
+        ours[f"overheadShareOf{name}"] = mine / theirs if mine and theirs else None
 
 
 def main() -> None:
@@ -1222,10 +1351,11 @@ def main() -> None:
     started = time.perf_counter()
     results = asyncio.run(benchmark(QUICK if arguments.quick else FULL))
     elapsed = time.perf_counter() - started
-    compare_with_reference(results)
+    compare_with_others(results)
     print()
     print(table(*(results[mode.name]["summary"] for mode in (OVERHEAD, REALISTIC, BASELINE))))
-    for note in notes(results):
+    said = [reason for mode in MODES if (reason := missing(mode))] + notes(results)
+    for note in said:
         print(f"note: {note}")
     print(f"\n{elapsed:.0f} s in all")
     report = {
@@ -1233,7 +1363,7 @@ def main() -> None:
         "quick": arguments.quick,
         "seed": SEED,
         "seconds": round(elapsed, 1),
-        "notes": notes(results),
+        "notes": said,
         "runs": results,
     }
     RESULTS.parent.mkdir(parents=True, exist_ok=True)

@@ -52,12 +52,12 @@ from replay import (  # noqa: E402
     Trace,
     end_position,
     initialize,
-    inline_params,
     key_text,
     neighbour,
     percentile,
     pick_trace,
     plain,
+    request_params,
     resident_mib,
     utf16_length,
 )
@@ -423,7 +423,7 @@ class Soak:
         msg_id = next(self.ids)
         future = self.client.protocol.send_request(
             types.TEXT_DOCUMENT_INLINE_COMPLETION,
-            inline_params(doc.uri, doc.line, doc.character),
+            request_params(types.TEXT_DOCUMENT_INLINE_COMPLETION, doc.uri, doc.line, doc.character),
             msg_id=msg_id,
         )
         self.track(future, partial(self.answered, record, doc, doc.generation, doc.version))

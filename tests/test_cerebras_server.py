@@ -24,6 +24,7 @@ from lsp_spark.testing.cerebras_server import (
     THREAD_NAME,
     CerebrasTestServer,
     Fault,
+    RecordedRequest,
     tokenize,
 )
 
@@ -540,6 +541,28 @@ def test_reset_restores_constructor_defaults() -> None:
         response = httpx.post(f"{custom.base_url}/v1/chat/completions", json=chat_body())
         assert response.json()["choices"][0]["message"]["content"] == "base"
     assert CerebrasTestServer().config.models == list(DEFAULT_MODELS)
+
+
+def test_extra_routes_answer_ahead_of_cerebras_and_are_recorded() -> None:
+    """Another vendor's endpoint on the same path as Cerebras' text completions wins, needs
+    no Cerebras key, and leaves the same timed record; other paths keep Cerebras' rules."""
+
+    def tabby_completion(record: RecordedRequest) -> dict[str, Any]:
+        record.reply = record.body["segments"]["prefix"].upper()
+        return {"id": "c1", "choices": [{"index": 0, "text": record.reply}]}
+
+    routes = {("POST", "/v1/completions"): tabby_completion}
+    with CerebrasTestServer(api_key="secret", routes=routes) as custom:
+        body = {"language": "python", "segments": {"prefix": "abc", "suffix": ""}}
+        answer = httpx.post(f"{custom.base_url}/v1/completions", json=body, timeout=5)
+        unrouted = httpx.get(f"{custom.base_url}/v1/models", timeout=5)
+        broken = httpx.post(f"{custom.base_url}/v1/completions", content=b"{", timeout=5)
+    assert answer.json() == {"id": "c1", "choices": [{"index": 0, "text": "ABC"}]}
+    assert unrouted.status_code == 401
+    assert broken.status_code == 400
+    record = custom.requests[0]
+    assert (record.status, record.reply) == (200, "ABC")
+    assert record.completed_at is not None and record.completed_at >= record.received_at
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "192.168.1.10", "::", "example.com"])

@@ -48,6 +48,7 @@ __all__ = [
     "Fault",
     "FaultKind",
     "RecordedRequest",
+    "Route",
     "ServerConfig",
     "main",
     "tokenize",
@@ -213,6 +214,11 @@ class RecordedRequest:
     def suffix(self) -> str | None:
         """FIM suffix a client sent; recorded only, since real Cerebras ignores it."""
         return self.body.get("suffix") if isinstance(self.body, dict) else None
+
+
+Route = Callable[[RecordedRequest], Any]
+"""Answers one request of an extra endpoint with a JSON-able object; it may note its reply
+and tokens on the record."""
 
 
 class _HttpError(Exception):
@@ -602,7 +608,11 @@ class CerebrasTestServer:
         reply_fn: Callable[[dict[str, Any]], str] | None = None,
         models: list[str] | tuple[str, ...] = DEFAULT_MODELS,
         api_key: str | None = None,
+        routes: dict[tuple[str, str], Route] | None = None,
     ) -> None:
+        """`routes` answers other JSON endpoints, by (method, path), ahead of Cerebras' own
+        and without its key check: a benchmark can stand in for another vendor's API (a
+        peer's server) with the same sockets and the same records of each request's time."""
         if host not in LOOPBACK_HOSTS:
             raise ValueError(f"refusing to bind {host!r}: only loopback addresses are allowed")
         self.host = "127.0.0.1" if host == "localhost" else host
@@ -616,6 +626,7 @@ class CerebrasTestServer:
             "api_key": api_key,
         }
         self.config = self._fresh_config()
+        self._routes = dict(routes or {})
         self.requests: list[RecordedRequest] = []
         self.errors: list[BaseException] = []
         """Unexpected exceptions raised while serving; a healthy run leaves this empty."""
@@ -823,6 +834,12 @@ class CerebrasTestServer:
     ) -> bool:
         config = self.config
         keep = request.keep_alive
+        if (route := self._routes.get((request.method, request.path))) is not None:
+            if json_error is not None:
+                raise _HttpError(400, f"request body is not valid JSON: {json_error}")
+            answer = route(record)
+            record.status = 200
+            return await conn.send_json(200, answer, keep_alive=keep)
         if config.api_key is not None and (
             request.headers.get("authorization") != f"Bearer {config.api_key}"
         ):
