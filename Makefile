@@ -35,7 +35,7 @@ test: install editors
 lint: install
 	$(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/mypy lsp_spark
 
-# Peer servers the replay measures beside lsp-spark (Node.js 20+ and npm, as for VS Code).
+# Peer servers the replay measures beside lsp-spark, about 660 MB (Node.js 20+ and npm).
 peers:
 	npm ci --prefix benchmarks/peers --no-audit --no-fund --ignore-scripts
 

@@ -14,8 +14,9 @@ Runs, each trace with a fresh server process and a fresh test server:
   reference  the same for `reference_server.py`, the plain pygls + SDK server the latency
              issue's target was set against, typing every character for 25 s: both meet
              the same drift of the machine, so lsp-spark's share of it compares across runs;
-  tabby      the same for a peer, Tabby's own language server (tabby-agent, `make peers`
-             installs it), debounce off, against the test server speaking Tabby's API;
+  tabby,     the same for two peers the issue measured, tabby-agent and GitHub's
+  copilot    copilot-language-server, debounce off, against the test server speaking their
+             vendors' APIs (`peer_servers.py`; `make peers` installs them);
   realistic  TTFT 0.1 s and 1,000 tokens/s, the server's default settings;
   baseline   as realistic with cache, prefetch and supersession off, to show what each saves.
 Sessions run one at a time: on a small machine a second server starting up (a second of CPU)
@@ -32,11 +33,12 @@ import concurrent.futures
 import importlib.util
 import itertools
 import json
+import logging
 import math
 import multiprocessing
+import operator
 import os
 import random
-import shutil
 import statistics
 import sys
 import sysconfig
@@ -54,18 +56,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from lsprotocol import types  # noqa: E402
+from peer_servers import COPILOT, TABBY, Peer  # noqa: E402
 from pygls.lsp.client import LanguageClient  # noqa: E402
 from pygls.protocol import LanguageServerProtocol  # noqa: E402
 
 from lsp_spark.demo import _drain  # noqa: E402
 from lsp_spark.prompts.chat import HOLE  # noqa: E402
 from lsp_spark.testing import isolated_environment  # noqa: E402
-from lsp_spark.testing.cerebras_server import (  # noqa: E402
-    CerebrasTestServer,
-    RecordedRequest,
-    Route,
-    tokenize,
-)
+from lsp_spark.testing.cerebras_server import CerebrasTestServer, RecordedRequest  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "replay.json"
 UPSTREAM_START_TIMEOUT = 30.0
@@ -106,15 +104,13 @@ from delaying the client's timestamps by up to the default 5 ms."""
 
 SERVE = (sys.executable, "-m", "lsp_spark", "serve")
 REFERENCE_SERVER = (sys.executable, str(ROOT / "benchmarks" / "reference_server.py"))
-TABBY_AGENT = ROOT / "benchmarks" / "peers" / "node_modules" / "tabby-agent" / "dist" / "cli.js"
-TABBY_SERVER = ("node", str(TABBY_AGENT), "--lsp", "--stdio")
 ISSUE_REFERENCE_MS = 3.5
 """What the latency issue measured for a bare pygls handler streaming through the SDK, the
 yardstick its 2 ms target was set against: the target is this share of the reference."""
 TARGET_SHARE = 2 / ISSUE_REFERENCE_MS
-ISSUE_TABBY_MS = 3.8
-"""What the issue measured for tabby-agent with its debounce off, on the same machine."""
-TABBY_TARGET_SHARE = 2 / ISSUE_TABBY_MS
+ISSUE_PEER_MS = {"tabby": 3.8, "copilot": 6.7}
+"""What the issue measured for the peers with their debounce off, on the same machine: the
+2 ms target is this share of each."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,10 +120,9 @@ class Mode:
     ttft: float
     tokens_per_second: float | None
     server: tuple[str, ...] = SERVE
-    api: str = "cerebras"
-    """What the server speaks upstream: "cerebras" (lsp-spark and the reference, which also
-    answer `lspSpark/stats`) or "tabby"."""
-    request: str = types.TEXT_DOCUMENT_INLINE_COMPLETION
+    peer: Peer | None = None
+    """Another vendor's server instead of `server`; lsp-spark and the reference speak
+    Cerebras' API and answer `lspSpark/stats`."""
     accepts: bool = True
     """Whether the typist takes right suggestions; without, every character is typed, so
     each keystroke is a request and the overhead is sampled on typing alone."""
@@ -137,23 +132,23 @@ class Mode:
 
 OVERHEAD = Mode("overhead", {"debounceMs": 0}, 0.0, None)
 REFERENCE = Mode("reference", {}, 0.0, None, REFERENCE_SERVER, accepts=False, typing_seconds=25.0)
-TABBY = Mode(
-    "tabby",
-    {},
-    0.0,
-    None,
-    TABBY_SERVER,
-    api="tabby",
-    request=types.TEXT_DOCUMENT_COMPLETION,
-    accepts=False,
-    typing_seconds=50.0,
-)
-"""tabby-agent 1.5's language server answers `textDocument/completion` only: it does not
-offer inline completion. It answers most keystrokes from its own cache of the last
-suggestion, so it types longer than the reference for samples of its upstream calls."""
+TABBY_AGENT = Mode("tabby", {}, 0.0, None, peer=TABBY, accepts=False, typing_seconds=50.0)
+"""Peers answer most keystrokes from their cache of the last suggestion, so they type
+longer than the reference for samples of their upstream calls."""
+COPILOT_SERVER = Mode("copilot", {}, 0.0, None, peer=COPILOT, accepts=False, typing_seconds=50.0)
+PEER_MODES = (TABBY_AGENT, COPILOT_SERVER)
 REALISTIC = Mode("realistic", {}, 0.1, 1000.0)
 BASELINE = Mode("baseline", {"cache": False, "prefetch": False, "supersede": False}, 0.1, 1000.0)
-MODES = (OVERHEAD, REFERENCE, TABBY, REALISTIC, BASELINE)
+MODES = (OVERHEAD, REFERENCE, *PEER_MODES, REALISTIC, BASELINE)
+
+
+def request_method(mode: Mode) -> str:
+    return mode.peer.request if mode.peer else types.TEXT_DOCUMENT_INLINE_COMPLETION
+
+
+def missing(mode: Mode) -> str | None:
+    """Why a mode cannot run here, or None."""
+    return mode.peer.missing() if mode.peer else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -348,18 +343,9 @@ class Oracle:
         self.trace = trace
 
     def reply(self, body: dict[str, Any]) -> str:
-        """A chat completion: single-line requests stop at a newline."""
-        before = body["messages"][-1]["content"].split(HOLE, 1)[0]
-        return self.continuation(before, "\n" in (body.get("stop") or []))
-
-    def tabby_completion(self, record: RecordedRequest) -> dict[str, Any]:
-        """Tabby's `/v1/completions`, answered whole. Its requests carry no stop sequence, so
-        a cursor after code on its line gets the rest of that line, as lsp-spark's
-        single-line requests do."""
-        prefix = str(record.body["segments"]["prefix"])
-        reply = self.continuation(prefix, bool(prefix.rsplit("\n", 1)[-1].strip()))
-        record.reply, record.tokens_sent, record.finished = reply, len(tokenize(reply)), True
-        return {"id": f"cmpl-{record.received_at}", "choices": [{"index": 0, "text": reply}]}
+        """A chat completion, or a text one (a peer's): single-line requests stop at a
+        newline."""
+        return self.continuation(prompt_before(body), "\n" in (body.get("stop") or []))
 
     def continuation(self, before: str, single_line: bool) -> str:
         """The rest of the line after `before`; unless `single_line`, one to three more."""
@@ -373,61 +359,6 @@ class Oracle:
         if single_line:
             return lines[0]
         return "\n".join(lines[: 1 + at % 3 + (not lines[0].strip())])
-
-
-def tabby_health(_: RecordedRequest) -> dict[str, Any]:
-    return {
-        "model": "loopback",
-        "device": "cpu",
-        "arch": "x86_64",
-        "cpu_info": "loopback",
-        "cpu_count": os.cpu_count(),
-        "cuda_devices": [],
-        "version": {"git_describe": "v0.30.0"},
-    }
-
-
-def tabby_settings(_: RecordedRequest) -> dict[str, Any]:
-    return {"disable_client_side_telemetry": True}
-
-
-def tabby_event(_: RecordedRequest) -> dict[str, Any]:
-    return {}
-
-
-def tabby_routes(oracle: Oracle) -> dict[tuple[str, str], Route]:
-    """The endpoints tabby-agent calls (functions, so the spawned test server can take them)."""
-    return {
-        ("GET", "/v1/health"): tabby_health,
-        ("GET", "/v1beta/server_setting"): tabby_settings,
-        ("POST", "/v1/events"): tabby_event,
-        ("POST", "/v1/completions"): oracle.tabby_completion,
-    }
-
-
-def tabby_home(folder: Path, base_url: str) -> dict[str, str]:
-    """A home of its own for tabby-agent, whose config file points it at the test server
-    with its debounce off (as the issue measured it) and no usage reports."""
-    config = folder / ".tabby-client" / "agent" / "config.toml"
-    config.parent.mkdir(parents=True, exist_ok=True)
-    config.write_text(
-        f'[server]\nendpoint = "{base_url}"\ntoken = "{API_KEY}"\n\n'
-        '[completion.debounce]\nmode = "fixed"\ninterval = 0\n\n'
-        "[anonymousUsageTracking]\ndisable = true\n",
-        encoding="utf-8",
-    )
-    return {"HOME": str(folder)}
-
-
-def missing(mode: Mode) -> str | None:
-    """Why a peer's mode cannot run here, or None."""
-    if mode.api != "tabby":
-        return None
-    if shutil.which("node") is None:
-        return "tabby: Node.js is not installed"
-    if not TABBY_AGENT.exists():
-        return "tabby: tabby-agent is not installed (run `make peers`)"
-    return None
 
 
 def _serve_upstream(knobs: dict[str, Any], pipe: Connection) -> None:
@@ -611,7 +542,7 @@ class Typist:
         position = None if self.typo is not None else self.position
         event = Event(kind, self.version, position, self.tail, time.monotonic())
         self.session.events.append(event)
-        method = self.session.mode.request
+        method = request_method(self.session.mode)
         self.protocol.request_raw(
             method,
             request_params(method, self.uri, self.line, self.character),
@@ -786,7 +717,7 @@ async def first_request(client: LanguageClient, session: Session, folder: Path) 
     probe = session.probe = Event("probe", 1, None, before[-DOCUMENT_TAIL:], time.monotonic())
     protocol = cast(LeanProtocol, client.protocol)
     try:
-        method = session.mode.request
+        method = request_method(session.mode)
         params = request_params(method, uri, *end_position(before))
         probe.arrived, result = await lean_request(protocol, method, params)
         item = first_item(result)
@@ -804,20 +735,24 @@ async def run_session(
     """One server process and one test server for one trace; both always stopped."""
     session = Session(trace, mode)
     oracle = Oracle(trace)
+    knobs = mode.peer.upstream(oracle.continuation) if mode.peer else {}
     upstream = SeparateUpstream(
-        ttft=mode.ttft,
-        tokens_per_second=mode.tokens_per_second,
-        reply_fn=oracle.reply,
-        api_key=API_KEY,
-        routes=tabby_routes(oracle) if mode.api == "tabby" else None,
+        **{
+            "ttft": mode.ttft,
+            "tokens_per_second": mode.tokens_per_second,
+            "reply_fn": oracle.reply,
+            "api_key": API_KEY,
+            **knobs,
+        }
     )
     # start() and stop() block until the other process answers: keep them off the loop.
     await asyncio.to_thread(upstream.start)
     try:
         options = {"backend": "cerebras", "apiKey": API_KEY, "baseUrl": upstream.base_url}
-        if mode.api == "tabby":
+        if mode.peer:
+            options = mode.peer.initialization
             home = Path(environment["XDG_CONFIG_HOME"]) / f"home-{mode.name}-{trace.module}"
-            environment = environment | tabby_home(home, upstream.base_url)
+            environment = environment | mode.peer.environment(home, upstream.base_url)
         await asyncio.wait_for(
             drive(session, options | mode.options, scale, environment),
             scale.typing_seconds + RUN_MARGIN,
@@ -842,18 +777,23 @@ async def drive(
     def show_message(params: types.ShowMessageParams) -> None:
         session.messages.append(params.message)
 
-    await client.start_io(*session.mode.server, env=environment)
+    peer = session.mode.peer
+    await client.start_io(*(peer.command() if peer else session.mode.server), env=environment)
     stderr: list[bytes] = []
     drain = asyncio.create_task(_drain(client, stderr))
     process = client._server
     assert process is not None
     try:
         await initialize(client, options)
+        if peer and peer.settings:
+            client.workspace_did_change_configuration(
+                types.DidChangeConfigurationParams(settings=peer.settings)
+            )
         await asyncio.sleep(WARM_WAIT)
         session.rss_start_mib = resident_mib(process.pid)
         folder = Path(environment["XDG_CONFIG_HOME"])
         await first_request(client, session, folder)
-        speaks_stats = session.mode.api == "cerebras"
+        speaks_stats = peer is None
         if speaks_stats:
             await round_trips(cast(LeanProtocol, client.protocol), session)
         uri = (folder / session.trace.path.name).as_uri()
@@ -883,12 +823,20 @@ async def drive(
         await client.stop()
 
 
+def prompt_before(body: dict[str, Any]) -> str:
+    """The text before the cursor in a chat prompt (lsp-spark's), a text completion's
+    prompt (Copilot's) or Tabby's segments."""
+    if "segments" in body:
+        return str(body["segments"].get("prefix", ""))
+    if "prompt" in body:
+        return str(body["prompt"])
+    messages = body.get("messages") or [{}]
+    return str(messages[-1].get("content", "")).split(HOLE, 1)[0]
+
+
 def prompt_tail(record: RecordedRequest) -> str:
     body = record.body if isinstance(record.body, dict) else {}
-    if "segments" in body:
-        return str(body["segments"].get("prefix", ""))[-PROMPT_TAIL:]
-    messages = body.get("messages") or [{}]
-    return str(messages[-1].get("content", "")).split(HOLE, 1)[0][-PROMPT_TAIL:]
+    return prompt_before(body)[-PROMPT_TAIL:]
 
 
 def match_upstream(events: list[Event], records: list[RecordedRequest]) -> list[RecordedRequest]:
@@ -1175,12 +1123,18 @@ ROWS: list[Row] = [
         f"≤ {TARGET_SHARE:.0%}",
         lambda v: v <= TARGET_SHARE,
     ),
-    ("tabby-agent, debounce off, same traces, p50 (ms)", "overheadTabbyP50Ms", "", None),
-    (
-        "  lsp-spark's p50 as a share of it",
-        "overheadShareOfTabby",
-        f"≤ {TABBY_TARGET_SHARE:.0%}",
-        lambda v: v <= TABBY_TARGET_SHARE,
+    *itertools.chain.from_iterable(
+        (
+            (f"{mode.peer.name}, same traces, p50 (ms)", f"overhead.{mode.name}.p50Ms", "", None),
+            (
+                "  lsp-spark's p50 as a share of it",
+                f"overhead.{mode.name}.share",
+                f"≤ {2 / ISSUE_PEER_MS[mode.name]:.0%}",
+                partial(operator.ge, 2 / ISSUE_PEER_MS[mode.name]),
+            ),
+        )
+        for mode in PEER_MODES
+        if mode.peer
     ),
     ("  samples (upstream-served keystrokes)", "overheadSamples", "", None),
     ("  request sent → upstream call p50 (ms)", "overheadBeforeP50Ms", "", None),
@@ -1219,7 +1173,7 @@ ROWS: list[Row] = [
 ]
 SHARES = {
     "overheadShareOfReference",
-    "overheadShareOfTabby",
+    *(f"overhead.{mode.name}.share" for mode in PEER_MODES),
     "ghostShownShare",
     "noUpstreamShare",
     "noUpstreamShareAccepting",
@@ -1331,14 +1285,19 @@ async def benchmark(scale: Scale) -> dict[str, Any]:
 
 
 def compare_with_others(results: dict[str, Any]) -> None:
-    """Put the bare server's and tabby-agent's overheads, from the same run, beside
+    """Put the bare server's and the peers' overheads, from the same run, beside
     lsp-spark's."""
     ours = results[OVERHEAD.name]["summary"]
     mine = ours["overheadP50Ms"]
-    for mode, name in ((REFERENCE, "Reference"), (TABBY, "Tabby")):
-        theirs = results.get(mode.name, {}).get("summary", {}).get("overheadP50Ms")
-        ours[f"overhead{name}P50Ms"] = theirs
-        ours[f"overheadShareOf{name}"] = mine / theirs if mine and theirs else None
+
+    def theirs(mode: Mode) -> float | None:
+        return results.get(mode.name, {}).get("summary", {}).get("overheadP50Ms")
+
+    ours["overheadReferenceP50Ms"] = reference = theirs(REFERENCE)
+    ours["overheadShareOfReference"] = mine / reference if mine and reference else None
+    for mode in PEER_MODES:
+        ours[f"overhead.{mode.name}.p50Ms"] = peer = theirs(mode)
+        ours[f"overhead.{mode.name}.share"] = mine / peer if mine and peer else None
 
 
 def main() -> None:
@@ -1348,6 +1307,8 @@ def main() -> None:
     )
     arguments = parser.parse_args()
     sys.setswitchinterval(SWITCH_INTERVAL)
+    # Peers notify their status on every request; the typist has no use for it.
+    logging.getLogger("pygls.protocol.json_rpc").setLevel(logging.ERROR)
     started = time.perf_counter()
     results = asyncio.run(benchmark(QUICK if arguments.quick else FULL))
     elapsed = time.perf_counter() - started

@@ -565,6 +565,27 @@ def test_extra_routes_answer_ahead_of_cerebras_and_are_recorded() -> None:
     assert record.completed_at is not None and record.completed_at >= record.received_at
 
 
+def test_text_paths_stream_text_completions_and_every_response_has_the_headers() -> None:
+    engine = "/v1/engines/some-model/completions"
+    headers = {"x-github-request-id": "loopback"}
+    with CerebrasTestServer(text_paths={engine: "some-model"}, response_headers=headers) as custom:
+        base = custom.base_url
+        body = {"prompt": "def add(a, b):", "stream": True}
+        streamed = httpx.post(f"{base}{engine}", json=body, timeout=5)
+        models = httpx.get(f"{base}/v1/models", timeout=5)
+        missing = httpx.get(f"{base}/v1/engines/other/completions", timeout=5)
+    events = [line for line in streamed.text.splitlines() if line.startswith("data: ")]
+    chunks = [json.loads(line.removeprefix("data: ")) for line in events[:-1]]
+    assert "".join(chunk["choices"][0]["text"] for chunk in chunks) == REPLY
+    assert events[-1] == "data: [DONE]"
+    assert [r.headers.get("x-github-request-id") for r in (streamed, models, missing)] == [
+        "loopback"
+    ] * 3
+    assert missing.status_code == 404
+    assert [r.path for r in custom.completion_requests] == [engine]
+    assert chunks[0]["model"] == "some-model"
+
+
 @pytest.mark.parametrize("host", ["0.0.0.0", "192.168.1.10", "::", "example.com"])
 def test_refuses_non_loopback_hosts(host: str) -> None:
     with pytest.raises(ValueError, match="loopback"):

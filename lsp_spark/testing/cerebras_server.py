@@ -284,8 +284,16 @@ class _Connection:
     without losing bytes of a following request.
     """
 
-    def __init__(self, conn_id: int, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
+    def __init__(
+        self,
+        conn_id: int,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        headers: dict[str, str],
+    ):
         self.id = conn_id
+        self.headers = headers
+        """Sent with every response on this connection."""
         self.reader = reader
         self.writer = writer
         self.buffer = bytearray()
@@ -379,7 +387,7 @@ class _Connection:
         return True
 
     async def send_head(self, status: int, headers: dict[str, str], *, keep_alive: bool) -> bool:
-        return await self.write(_head(status, headers, keep_alive=keep_alive))
+        return await self.write(_head(status, self.headers | headers, keep_alive=keep_alive))
 
     async def send_json(
         self,
@@ -392,6 +400,7 @@ class _Connection:
     ) -> bool:
         body = _dumps(obj) if raw is None else raw
         all_headers = {"content-type": "application/json", "content-length": str(len(body))}
+        all_headers.update(self.headers)
         all_headers.update(headers or {})
         return await self.write(_head(status, all_headers, keep_alive=keep_alive) + body)
 
@@ -609,10 +618,15 @@ class CerebrasTestServer:
         models: list[str] | tuple[str, ...] = DEFAULT_MODELS,
         api_key: str | None = None,
         routes: dict[tuple[str, str], Route] | None = None,
+        text_paths: dict[str, str] | None = None,
+        response_headers: dict[str, str] | None = None,
     ) -> None:
-        """`routes` answers other JSON endpoints, by (method, path), ahead of Cerebras' own
-        and without its key check: a benchmark can stand in for another vendor's API (a
-        peer's server) with the same sockets and the same records of each request's time."""
+        """The last three let a benchmark stand in for another vendor's API (a peer's
+        server) with the same sockets and the same records of each request's time:
+        `routes` answers other JSON endpoints, by (method, path), ahead of Cerebras' own and
+        without its key check; `text_paths` maps more paths to the model they stand for, each
+        answered as Cerebras' text completions (an engine route, whose body names no
+        model); `response_headers` go with every response."""
         if host not in LOOPBACK_HOSTS:
             raise ValueError(f"refusing to bind {host!r}: only loopback addresses are allowed")
         self.host = "127.0.0.1" if host == "localhost" else host
@@ -627,6 +641,9 @@ class CerebrasTestServer:
         }
         self.config = self._fresh_config()
         self._routes = dict(routes or {})
+        self._engines = dict(text_paths or {})
+        self._text_paths = frozenset((_TEXT_PATH, *self._engines))
+        self._response_headers = dict(response_headers or {})
         self.requests: list[RecordedRequest] = []
         self.errors: list[BaseException] = []
         """Unexpected exceptions raised while serving; a healthy run leaves this empty."""
@@ -657,7 +674,7 @@ class CerebrasTestServer:
 
     @property
     def completion_requests(self) -> list[RecordedRequest]:
-        paths = (_CHAT_PATH, _TEXT_PATH)
+        paths = self._text_paths | {_CHAT_PATH}
         return [r for r in list(self.requests) if r.method == "POST" and r.path in paths]
 
     def reset(self) -> None:
@@ -778,7 +795,7 @@ class CerebrasTestServer:
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.connections_accepted += 1
-        conn = _Connection(next(self._conn_ids), reader, writer)
+        conn = _Connection(next(self._conn_ids), reader, writer, self._response_headers)
         self._live[conn] = asyncio.get_running_loop().create_task(self._serve(conn))
 
     async def _serve(self, conn: _Connection) -> None:
@@ -846,9 +863,11 @@ class CerebrasTestServer:
             record.status = 401
             return await conn.send_json(401, _UNAUTHORIZED, keep_alive=keep)
         method, path = request.method, request.path
-        if method == "POST" and path in (_CHAT_PATH, _TEXT_PATH):
+        if method == "POST" and (path == _CHAT_PATH or path in self._text_paths):
             if json_error is not None:
                 raise _HttpError(400, f"request body is not valid JSON: {json_error}")
+            if path in self._engines and isinstance(record.body, dict):
+                record.body.setdefault("model", self._engines[path])
             return await self._complete(conn, request, record, chat=path == _CHAT_PATH)
         if method == "GET" and path in _WARMING_PATHS:
             record.status = 200
