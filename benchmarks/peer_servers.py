@@ -12,6 +12,7 @@ nothing of a benchmark may leave the machine.
 
 from __future__ import annotations
 
+import json
 import platform
 import shutil
 import sys
@@ -37,7 +38,9 @@ class Peer:
     """How to start a peer's server, speak to it, and serve its API."""
 
     name: str
-    script: Path
+    """Its npm package, which `benchmarks/peers/package.json` pins."""
+    script: str
+    """Its server, inside the package."""
     arguments: tuple[str, ...]
     request: str
     """Its ghost-text request: inline completion, or completion items where that is all
@@ -51,14 +54,26 @@ class Peer:
     """Its variables, given a home folder of its own and the test server's address."""
     node: Callable[[], str | None]
 
+    @property
+    def package(self) -> Path:
+        return NODE_MODULES / self.name
+
+    def version(self) -> str | None:
+        try:
+            manifest = json.loads((self.package / "package.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return str(manifest.get("version"))
+
     def command(self) -> tuple[str, ...]:
-        return (self.node() or "node", str(LOOPBACK_ONLY), str(self.script), *self.arguments)
+        server = str(self.package / self.script)
+        return (self.node() or "node", str(LOOPBACK_ONLY), server, *self.arguments)
 
     def missing(self) -> str | None:
         """Why it cannot run here, or None."""
         if self.node() is None:
             return f"{self.name}: Node.js is not installed"
-        if not self.script.exists():
+        if not (self.package / self.script).exists():
             return f"{self.name}: not installed (run `make peers`)"
         return None
 
@@ -127,8 +142,8 @@ def system_node() -> str | None:
 
 
 TABBY = Peer(
-    name="tabby-agent 1.5.0",
-    script=NODE_MODULES / "tabby-agent" / "dist" / "cli.js",
+    name="tabby-agent",
+    script="dist/cli.js",
     arguments=("--lsp", "--stdio"),
     request=types.TEXT_DOCUMENT_COMPLETION,
     initialization={},
@@ -230,8 +245,8 @@ def copilot_node() -> str | None:
 
 
 COPILOT = Peer(
-    name="copilot-language-server 1.539.0",
-    script=NODE_MODULES / "@github" / "copilot-language-server" / "dist" / "language-server.js",
+    name="@github/copilot-language-server",
+    script="dist/language-server.js",
     arguments=("--stdio",),
     request=types.TEXT_DOCUMENT_INLINE_COMPLETION,
     initialization={

@@ -1125,7 +1125,12 @@ ROWS: list[Row] = [
     ),
     *itertools.chain.from_iterable(
         (
-            (f"{mode.peer.name}, same traces, p50 (ms)", f"overhead.{mode.name}.p50Ms", "", None),
+            (
+                f"{mode.peer.name.rsplit('/')[-1]}, same traces, p50 (ms)",
+                f"overhead.{mode.name}.p50Ms",
+                "",
+                None,
+            ),
             (
                 "  lsp-spark's p50 as a share of it",
                 f"overhead.{mode.name}.share",
@@ -1324,6 +1329,7 @@ def main() -> None:
         "quick": arguments.quick,
         "seed": SEED,
         "seconds": round(elapsed, 1),
+        "peers": {mode.peer.name: mode.peer.version() for mode in PEER_MODES if mode.peer},
         "notes": said,
         "runs": results,
     }

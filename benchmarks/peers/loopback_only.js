@@ -11,17 +11,25 @@ const path = require("node:path");
 const LOOPBACK = new Set(["127.0.0.1", "localhost", "::1"]);
 const connect = net.Socket.prototype.connect;
 
+// Every form of the call: (options), ([options, callback]) as net.connect passes it,
+// (port, host), (path).
+function destination(args) {
+  const first = Array.isArray(args[0]) ? args[0][0] : args[0];
+  if (typeof first === "object" && first !== null) {
+    return { host: first.path ? "localhost" : (first.host ?? "localhost"), port: first.port };
+  }
+  if (typeof first === "string" && Number.isNaN(Number(first))) {
+    return { host: "localhost", port: first };
+  }
+  return { host: typeof args[1] === "string" ? args[1] : "localhost", port: first };
+}
+
 net.Socket.prototype.connect = function (...args) {
-  const [first] = args;
-  const options =
-    typeof first === "object" && first !== null && !Array.isArray(first)
-      ? first
-      : { port: first, host: typeof args[1] === "string" ? args[1] : undefined };
-  const host = options.path ? "localhost" : (options.host ?? "localhost");
+  const { host, port } = destination(args);
   if (LOOPBACK.has(host)) {
     return connect.apply(this, args);
   }
-  process.stderr.write(`loopback_only: refused ${host}:${options.port}\n`);
+  process.stderr.write(`loopback_only: refused ${host}:${port}\n`);
   const refused = new Error(`connect ECONNREFUSED ${host} (loopback only)`);
   refused.code = "ECONNREFUSED";
   process.nextTick(() => this.destroy(refused));
