@@ -1307,9 +1307,7 @@ def compare_with_others(results: dict[str, Any]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument(
-        "--quick", action="store_true", help="two short traces, about three minutes"
-    )
+    parser.add_argument("--quick", action="store_true", help="two short traces, about six minutes")
     arguments = parser.parse_args()
     sys.setswitchinterval(SWITCH_INTERVAL)
     # Peers notify their status on every request; the typist has no use for it.
