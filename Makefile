@@ -35,9 +35,11 @@ test: install editors
 lint: install
 	$(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/mypy lsp_spark
 
-# Peer servers the replay measures beside lsp-spark, about 660 MB (Node.js 20+ and npm).
+# Peer servers the replay measures beside lsp-spark, about 660 MB (Node.js 20+ and npm), as
+# the lock file pins them. Not `npm ci`: it wants every platform's build of Copilot's server
+# in the lock, and a registry that carries only some of them cannot give it that.
 peers:
-	npm ci --prefix benchmarks/peers --no-audit --no-fund --ignore-scripts
+	npm install --prefix benchmarks/peers --no-audit --no-fund --ignore-scripts --no-save
 
 bench: install peers
 	$(BIN)/python benchmarks/bench_documents.py
