@@ -421,9 +421,10 @@ class Soak:
         record = Request(time.monotonic())
         batch.append(record)
         msg_id = next(self.ids)
+        method = types.TEXT_DOCUMENT_INLINE_COMPLETION
         future = self.client.protocol.send_request(
-            types.TEXT_DOCUMENT_INLINE_COMPLETION,
-            request_params(types.TEXT_DOCUMENT_INLINE_COMPLETION, doc.uri, doc.line, doc.character),
+            method,
+            request_params(method, doc.uri, doc.line, doc.character),
             msg_id=msg_id,
         )
         self.track(future, partial(self.answered, record, doc, doc.generation, doc.version))

@@ -443,11 +443,12 @@ class _Spec:
     prediction: str | None = None
 
 
-def _parse_spec(body: Any, *, chat: bool) -> _Spec:
-    """Validate the fields a completion needs, rejecting what the real API rejects."""
+def _parse_spec(body: Any, *, chat: bool, engine: str | None = None) -> _Spec:
+    """Validate the fields a completion needs, rejecting what the real API rejects. An
+    engine route names the model in its path instead of the body."""
     if not isinstance(body, dict):
         raise _HttpError(400, "request body must be a JSON object")
-    model = body.get("model")
+    model = body.get("model", engine)
     if not isinstance(model, str) or not model:
         raise _HttpError(400, "'model' is required", param="model")
     if chat:
@@ -866,9 +867,9 @@ class CerebrasTestServer:
         if method == "POST" and (path == _CHAT_PATH or path in self._text_paths):
             if json_error is not None:
                 raise _HttpError(400, f"request body is not valid JSON: {json_error}")
-            if path in self._engines and isinstance(record.body, dict):
-                record.body.setdefault("model", self._engines[path])
-            return await self._complete(conn, request, record, chat=path == _CHAT_PATH)
+            return await self._complete(
+                conn, request, record, chat=path == _CHAT_PATH, engine=self._engines.get(path)
+            )
         if method == "GET" and path in _WARMING_PATHS:
             record.status = 200
             return await conn.send_json(200, {"status": "ok"}, keep_alive=keep)
@@ -893,10 +894,16 @@ class CerebrasTestServer:
         )
 
     async def _complete(
-        self, conn: _Connection, request: _Request, record: RecordedRequest, *, chat: bool
+        self,
+        conn: _Connection,
+        request: _Request,
+        record: RecordedRequest,
+        *,
+        chat: bool,
+        engine: str | None = None,
     ) -> bool:
         config = self.config
-        spec = _parse_spec(record.body, chat=chat)
+        spec = _parse_spec(record.body, chat=chat, engine=engine)
         takes_prediction = config.prediction_models
         if spec.prediction is not None and (
             takes_prediction is not None and spec.model not in takes_prediction
