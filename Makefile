@@ -50,6 +50,7 @@ bench: install peers
 	$(BIN)/python benchmarks/bench_privacy.py
 	$(BIN)/python benchmarks/bench_cold.py
 	$(BIN)/python benchmarks/edit_tasks.py
+	$(BIN)/python benchmarks/hostile.py
 	$(BIN)/python benchmarks/replay.py
 
 # Minutes long, so not part of `bench`: 20,000 requests through one server.

@@ -1,12 +1,13 @@
 """What a pause costs: the keystroke path's own stages, back to back and after pauses.
 
-Run ``python benchmarks/bench_cold.py``: prints median microseconds per stage and writes
-``benchmarks/results/cold.json``. One character is typed into a function of textwrap per
-sample, then the stages the server runs for it are timed in this process (no pipes, no
-model): the edit, the context build, redaction with the prompt's JSON, and post-processing
-of a two-line suggestion. Samples are taken back to back, after a sleep (the gap a typist
-leaves between keys is 60 ms or more) and after spinning on the CPU for as long. A plain
-Python workload that is not lsp-spark's (JSON and dict work of a similar size) is timed
+Run ``python benchmarks/bench_cold.py [--tiny] [--output PATH]``: prints median microseconds
+per stage and writes ``benchmarks/results/cold.json`` (or PATH); ``--tiny`` takes 5 samples
+per condition, to check the stages still run. One character is typed into a function of
+textwrap per sample, then the stages the server runs for it are timed in this process (no
+pipes, no model): the edit, the context build, redaction with the prompt's JSON, and
+post-processing of a two-line suggestion. Samples are taken back to back, after a sleep (the gap a
+typist leaves between keys is 60 ms or more) and after spinning on the CPU for as long. A
+plain Python workload that is not lsp-spark's (JSON and dict work of a similar size) is timed
 the same way, as a control.
 
 It shows how much of the replay's overhead is the machine's rather than the code's: here
@@ -16,6 +17,7 @@ milliseconds, whatever the work is (the control too).
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import platform
@@ -44,6 +46,7 @@ FUNCTION = "\n\ndef summarise(text, width=70):\n    "
 TYPED = "lines = wrap(text, width)\n    result = shorten(' '.join(lines), width)\n    "
 DELTAS = ("return", " dedent", "(result", ")\n", "    ", "# done", "\n")
 SAMPLES = 150
+TINY_SAMPLES = 5
 PAUSES_MS = (2.0, 20.0, 100.0)
 RESULTS = ROOT / "benchmarks" / "results" / "cold.json"
 STAGES = ("edit", "context", "redaction + prompt JSON", "post-processing", "control")
@@ -135,9 +138,11 @@ def spin(seconds: float) -> None:
         pass
 
 
-async def run_condition(typist: Typist, pause: Callable[[], object]) -> dict[str, float]:
+async def run_condition(
+    typist: Typist, pause: Callable[[], object], count: int
+) -> dict[str, float]:
     samples: dict[str, list[float]] = {stage: [] for stage in (*STAGES, TOTAL)}
-    for _ in range(SAMPLES):
+    for _ in range(count):
         waited = pause()
         if asyncio.iscoroutine(waited):
             await waited
@@ -148,34 +153,46 @@ async def run_condition(typist: Typist, pause: Callable[[], object]) -> dict[str
     return {stage: statistics.median(values) for stage, values in samples.items()}
 
 
-async def main() -> None:
+async def conditions(count: int) -> dict[str, dict[str, float]]:
+    """Median µs per stage under each condition, `count` keystrokes each."""
     typist = Typist()
     await asyncio.sleep(0.5)  # the outline refresh after opening, off the samples
-    for _ in range(SAMPLES):
+    for _ in range(count):
         typist.keystroke()  # warm up: every code path taken once
-    conditions: dict[str, Callable[[], object]] = {"back to back": lambda: None}
+    pauses: dict[str, Callable[[], object]] = {"back to back": lambda: None}
     for pause_ms in PAUSES_MS:
-        conditions[f"after {pause_ms:g} ms asleep"] = partial(asyncio.sleep, pause_ms / 1000)
-    conditions[f"after {PAUSES_MS[0]:g} ms spinning"] = partial(spin, PAUSES_MS[0] / 1000)
-    results = {name: await run_condition(typist, pause) for name, pause in conditions.items()}
+        pauses[f"after {pause_ms:g} ms asleep"] = partial(asyncio.sleep, pause_ms / 1000)
+    pauses[f"after {PAUSES_MS[0]:g} ms spinning"] = partial(spin, PAUSES_MS[0] / 1000)
+    return {name: await run_condition(typist, pause, count) for name, pause in pauses.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument(
+        "--tiny", action="store_true", help=f"{TINY_SAMPLES} samples: checks, not figures"
+    )
+    parser.add_argument("--output", type=Path, default=RESULTS, help="where the JSON goes")
+    arguments = parser.parse_args()
+    count = TINY_SAMPLES if arguments.tiny else SAMPLES
+    results = asyncio.run(conditions(count))
     hot = results["back to back"]
     slowest = f"after {PAUSES_MS[-1]:g} ms asleep"
     width = max(map(len, (*STAGES, TOTAL)))
-    print(f"median µs per keystroke, {SAMPLES} keystrokes per condition")
+    print(f"median µs per keystroke, {count} keystrokes per condition")
     print(f"{'stage':<{width}}  " + "  ".join(f"{name:>18}" for name in results) + "  ratio")
     for stage in (*OURS, TOTAL, STAGES[-1]):
         cells = "  ".join(f"{results[name][stage]:>18.1f}" for name in results)
         print(f"{stage:<{width}}  {cells}  {results[slowest][stage] / hot[stage]:>5.1f}")
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    arguments.output.parent.mkdir(parents=True, exist_ok=True)
     report = {
         "python": platform.python_version(),
         "platform": platform.platform(),
-        "samples": SAMPLES,
+        "samples": count,
         "medianMicroseconds": results,
     }
-    RESULTS.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"ratio: {slowest} over back to back\nwrote {RESULTS}")
+    arguments.output.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"ratio: {slowest} over back to back\nwrote {arguments.output}")
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    main()

@@ -1,15 +1,17 @@
 """Per-keystroke cost of the syntax-aware context, and prompt size against a naive window.
 
-Run: `python benchmarks/bench_context.py` (prints a table, writes
-benchmarks/results/context.json). On a 5,000+ line file made of standard-library
-source, each sample types one character at a code line and measures: the edit (text
-and tree), the lazy incremental reparse, and building the context (cursor window cut
-at statement boundaries, completion mode, enclosing scopes, imports, definitions,
-recent edits). Targets: p95 under 1 ms for the reparse and for the context build.
+Run: `python benchmarks/bench_context.py [--tiny] [--output PATH]` (prints a table, writes
+benchmarks/results/context.json, or PATH; `--tiny` takes 20 samples, to check it still
+runs). On a 5,000+ line file made of standard-library source, each sample types one
+character at a code line and measures: the edit (text and tree), the lazy incremental
+reparse, and building the context (cursor window cut at statement boundaries, completion
+mode, enclosing scopes, imports, definitions, recent edits). Targets: p95 under 1 ms for
+the reparse and for the context build.
 """
 
 from __future__ import annotations
 
+import argparse
 import inspect
 import json
 import random
@@ -27,6 +29,7 @@ from lsp_spark.documents import PositionEncoding  # noqa: E402
 from lsp_spark.workspace import Workspace  # noqa: E402
 
 SAMPLES = 400
+TINY_SAMPLES = 20
 TARGET_LINES = 5000
 BUDGET_TOKENS = 2048
 URI = "file:///bench/big.py"
@@ -86,6 +89,12 @@ def naive_tokens(lines: list[str], row: int, budget: Budget) -> int:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument(
+        "--tiny", action="store_true", help=f"{TINY_SAMPLES} samples: checks, not figures"
+    )
+    parser.add_argument("--output", type=Path, default=RESULTS, help="where the JSON goes")
+    arguments = parser.parse_args()
     text = standard_library_source()
     lines = text.split("\n")
     workspace = Workspace()
@@ -97,7 +106,7 @@ def main() -> None:
         row for row, line in enumerate(lines) if line.strip() and not line.lstrip().startswith("#")
     ]
     random.seed(7)
-    rows = sorted(random.sample(candidates, SAMPLES))
+    rows = sorted(random.sample(candidates, TINY_SAMPLES if arguments.tiny else SAMPLES))
     edit_ms: list[float] = []
     reparse_ms: list[float] = []
     context_ms: list[float] = []
@@ -149,8 +158,8 @@ def main() -> None:
         "budget_tokens": BUDGET_TOKENS,
         "targets": {"reparse_p95_ms": 1.0, "context_build_p95_ms": 1.0},
     }
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(results, indent=2) + "\n")
+    arguments.output.parent.mkdir(parents=True, exist_ok=True)
+    arguments.output.write_text(json.dumps(results, indent=2) + "\n")
     print(f"{'measure':<34}{'p50':>10}{'p95':>10}{'target p95':>12}")
     for label, key, target in (
         ("edit (text + tree.edit), ms", "edit_ms", ""),
@@ -167,7 +176,7 @@ def main() -> None:
     for name, share in sorted(results["requests_with_source"].items()):
         print(f"  {name:<14}{share:.0%}")
     print(f"no suggestion wanted here: {results['suggestion_skipped_share']:.0%}")
-    print(f"({len(lines)} lines, {len(rows)} keystrokes; JSON in {RESULTS.relative_to(ROOT)})")
+    print(f"({len(lines)} lines, {len(rows)} keystrokes; JSON in {arguments.output})")
 
 
 if __name__ == "__main__":

@@ -1,16 +1,19 @@
 """What one streamed completion costs the server's CPU, by HTTP client.
 
-Run: `python benchmarks/bench_http.py` (prints a table, writes benchmarks/results/http.json).
-The loopback Cerebras-compatible server runs in another process (as the real service would),
-and each client streams the same chat completion from it: the Cerebras SDK, plain httpx,
-httpcore (httpx's transport), and the server's own `EventStreamClient` (llhttp through
-httptools). CPU time per completion is what the keystroke's path pays; wall time includes the
-loopback's own work. Each is measured back to back and after 50 ms idle, as between
-keystrokes: code that has not run for a while runs several times slower on this machine.
+Run: `python benchmarks/bench_http.py [--tiny] [--output PATH]` (prints a table, writes
+benchmarks/results/http.json, or PATH; `--tiny` streams a thirtieth of the completions, to
+check every client still gets them). The loopback Cerebras-compatible server runs in another
+process (as the real service would), and each client streams the same chat completion from it:
+the Cerebras SDK, plain httpx, httpcore (httpx's transport), and the server's own `ApiClient`
+(llhttp through httptools). CPU time per completion is what the keystroke's path pays; wall
+time includes the loopback's own work. Each is measured back to back and after 50 ms idle, as
+between keystrokes: code that has not run for a while runs several times slower on this
+machine.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import multiprocessing
@@ -28,7 +31,7 @@ import httpcore  # noqa: E402
 import httpx  # noqa: E402
 from cerebras.cloud.sdk import AsyncCerebras  # noqa: E402
 
-from lsp_spark.backends.http import EventStreamClient  # noqa: E402
+from lsp_spark.backends.http import ApiClient  # noqa: E402
 from lsp_spark.testing.cerebras_server import CerebrasTestServer  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "http.json"
@@ -38,6 +41,8 @@ COMPLETIONS = 300
 IDLE_COMPLETIONS = 90
 IDLE = 0.05
 WARM_UP = 20
+TINY_SHARE = 30
+"""--tiny divides the completions and the warm-up by this."""
 BODY = {
     "model": "gpt-oss-120b",
     "messages": [
@@ -56,63 +61,67 @@ def serve(pipe: Connection) -> None:
         pipe.recv()
 
 
-async def measure(base_url: str) -> dict[str, dict[str, float]]:
+async def measure(base_url: str, share: int) -> dict[str, dict[str, float]]:
+    """Each client's CPU and wall time per completion, with 1/`share` of the completions."""
+    completions, idle_completions = COMPLETIONS // share, IDLE_COMPLETIONS // share
     sdk = AsyncCerebras(api_key=KEY, base_url=base_url, max_retries=0, warm_tcp_connection=False)
     plain = httpx.AsyncClient(base_url=base_url, headers={"authorization": f"Bearer {KEY}"})
     pool = httpcore.AsyncConnectionPool()
-    ours = EventStreamClient(
+    ours = ApiClient(
         base_url,
         service="loopback",
         api_key=KEY,
-        timeout=8.0,
         skip_malformed=False,
         warm_path="/v1/tcp_warming",
     )
     content = json.dumps(BODY).encode()
     headers = {"content-type": "application/json", "authorization": f"Bearer {KEY}"}
 
-    async def via_sdk() -> None:
+    # Each returns what it received (lines, chunks or events): a client that streams nothing
+    # would be timed doing nothing.
+    async def via_sdk() -> int:
         async with sdk.chat.completions.with_streaming_response.create(**BODY) as response:  # type: ignore[call-overload]
-            async for _ in response.iter_lines():
-                pass
+            return sum([1 async for _ in response.iter_lines()])
 
-    async def via_httpx() -> None:
+    async def via_httpx() -> int:
         async with plain.stream(
             "POST", "/v1/chat/completions", content=content, headers=headers
         ) as response:
-            async for _ in response.aiter_lines():
-                pass
+            response.raise_for_status()
+            return sum([1 async for _ in response.aiter_lines()])
 
-    async def via_httpcore() -> None:
+    async def via_httpcore() -> int:
         async with pool.stream(
             "POST", base_url + "/v1/chat/completions", headers=headers, content=content
         ) as response:
-            async for _ in response.aiter_stream():
-                pass
+            if response.status != 200:
+                raise RuntimeError(f"httpcore: status {response.status}")
+            return sum([1 async for _ in response.aiter_stream()])
 
-    async def via_ours() -> None:
-        async for _ in ours.events("/v1/chat/completions", BODY):
-            pass
+    async def via_ours() -> int:
+        return sum([1 async for _ in ours.events("/v1/chat/completions", BODY, 8.0)])
 
-    clients: dict[str, Callable[[], Awaitable[None]]] = {
+    clients: dict[str, Callable[[], Awaitable[int]]] = {
         "cerebras-cloud-sdk": via_sdk,
         "httpx": via_httpx,
         "httpcore": via_httpcore,
-        "EventStreamClient (httptools)": via_ours,
+        "ApiClient (httptools)": via_ours,
     }
     samples: dict[str, dict[str, list[float]]] = {
-        name: {"cpu": [], "wall": [], "idleCpu": [], "idleWall": []} for name in clients
+        name: {"cpu": [], "wall": [], "idleCpu": [], "idleWall": [], "received": []}
+        for name in clients
     }
     for _ in range(ROUNDS):
         for name, complete in clients.items():
-            for _ in range(WARM_UP):
+            for _ in range(WARM_UP // share):
                 await complete()
-            for index in range((COMPLETIONS + IDLE_COMPLETIONS) // ROUNDS):
-                idle = index % ((COMPLETIONS + IDLE_COMPLETIONS) // IDLE_COMPLETIONS) == 0
+            for index in range((completions + idle_completions) // ROUNDS):
+                idle = index % ((completions + idle_completions) // idle_completions) == 0
                 if idle:
                     await asyncio.sleep(IDLE)
                 started_cpu, started = time.process_time(), time.perf_counter()
-                await complete()
+                received = await complete()
+                samples[name]["received"].append(received)
                 cpu_key, wall_key = ("idleCpu", "idleWall") if idle else ("cpu", "wall")
                 samples[name][cpu_key].append((time.process_time() - started_cpu) * 1000)
                 samples[name][wall_key].append((time.perf_counter() - started) * 1000)
@@ -127,19 +136,26 @@ async def measure(base_url: str) -> dict[str, dict[str, float]]:
             "idleCpuMeanMs": statistics.mean(row["idleCpu"]),
             "idleWallP50Ms": statistics.median(row["idleWall"]),
             "completions": len(row["cpu"]) + len(row["idleCpu"]),
+            "emptyCompletions": row["received"].count(0),
         }
         for name, row in samples.items()
     }
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument(
+        "--tiny", action="store_true", help=f"1/{TINY_SHARE} of the completions: checks only"
+    )
+    parser.add_argument("--output", type=Path, default=RESULTS, help="where the JSON goes")
+    arguments = parser.parse_args()
     context = multiprocessing.get_context("spawn")
     ours, theirs = context.Pipe()
     upstream = context.Process(target=serve, args=(theirs,), daemon=True)
     upstream.start()
     try:
         base_url = ours.recv()
-        results = asyncio.run(measure(base_url))
+        results = asyncio.run(measure(base_url, TINY_SHARE if arguments.tiny else 1))
     finally:
         ours.send(None)
         upstream.join(10)
@@ -150,9 +166,10 @@ def main() -> None:
             f"{name:32} {row['cpuMeanMs']:>12.3f}{row['wallP50Ms']:>12.3f}"
             f" {row['idleCpuMeanMs']:>12.3f}{row['idleWallP50Ms']:>12.3f}"
         )
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps({"python": sys.version.split()[0], "results": results}, indent=2))
-    print(f"wrote {RESULTS.relative_to(ROOT)}")
+    arguments.output.parent.mkdir(parents=True, exist_ok=True)
+    report = {"python": sys.version.split()[0], "results": results}
+    arguments.output.write_text(json.dumps(report, indent=2))
+    print(f"wrote {arguments.output}")
 
 
 if __name__ == "__main__":

@@ -1,13 +1,15 @@
 """Cost of redacting an 8 KB prompt and of deciding whether a file is excluded.
 
-Run ``python benchmarks/bench_privacy.py``: prints p50/p95 microseconds per call and
-writes ``benchmarks/results/privacy.json``. Redaction runs on every prompt, so the case
-that matters is ordinary code with no secret in it (budget: well under 500 µs); the
-cases with secrets and the worst cases show what the rarer paths cost.
+Run ``python benchmarks/bench_privacy.py [--tiny] [--output PATH]``: prints p50/p95
+microseconds per call and writes ``benchmarks/results/privacy.json`` (or PATH); ``--tiny``
+makes a hundredth of the calls, to check the benchmark still runs. Redaction runs on every
+prompt, so the case that matters is ordinary code with no secret in it (budget: well under
+500 µs); the cases with secrets and the worst cases show what the rarer paths cost.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import platform
 import random
@@ -27,12 +29,14 @@ ROOT = Path(__file__).resolve().parent.parent
 SIZE = 8192
 CALLS = 2000
 EXCLUSION_CALLS = 20_000
+TINY_SHARE = 100
+"""--tiny divides every count of calls by this."""
 BUDGET_US = 500.0
 RESULTS = Path(__file__).resolve().parent / "results" / "privacy.json"
 ALNUM = string.ascii_letters + string.digits
 
 
-def repeat(call: Callable[[], object], times: int = CALLS) -> Iterator[Callable[[], object]]:
+def repeat(call: Callable[[], object], times: int) -> Iterator[Callable[[], object]]:
     for _ in range(times):
         yield call
 
@@ -94,41 +98,47 @@ def redaction_cases(rng: random.Random) -> dict[str, str]:
     }
 
 
-def exclusion_cases() -> dict[str, Iterator[Callable[[], object]]]:
+def exclusion_cases(calls: int) -> dict[str, Iterator[Callable[[], object]]]:
     exclusions = Exclusions(["*.secret.py", "!.env.example"])
     warm = "file:///home/u/project/src/app/main.py"
     exclusions.excludes(warm)
-    fresh = [f"file:///home/u/project/src/pkg{i}/module_{i}.py" for i in range(EXCLUSION_CALLS)]
+    fresh = [f"file:///home/u/project/src/pkg{i}/module_{i}.py" for i in range(calls)]
     return {
-        "Exclusions.excludes, URI seen before": repeat(
-            partial(exclusions.excludes, warm), EXCLUSION_CALLS
-        ),
+        "Exclusions.excludes, URI seen before": repeat(partial(exclusions.excludes, warm), calls),
         "Exclusions.excludes, new URI": (partial(exclusions.excludes, uri) for uri in fresh),
         "Exclusions(...) built from defaults + 2 globs": repeat(
-            partial(Exclusions, ["*.secret.py", "!.env.example"]), 200
+            partial(Exclusions, ["*.secret.py", "!.env.example"]), calls // 100
         ),
     }
 
 
-def run() -> tuple[dict[str, dict[str, float]], dict[str, dict[str, int]]]:
+def run(share: int) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, int]]]:
+    """Every case, with 1/`share` of the calls."""
     rng = random.Random(20240611)
+    calls = CALLS // share
     results: dict[str, dict[str, float]] = {}
     counts: dict[str, dict[str, int]] = {}
     for name, text in redaction_cases(rng).items():
         counts[name] = redact(text).counts
-        results[f"redact: {name}"] = measure(repeat(partial(redact, text)))
+        results[f"redact: {name}"] = measure(repeat(partial(redact, text), calls))
     text = source("server.py")
     middle = len(text) // 2
     results["redact_parts: prefix + suffix around the cursor (server.py)"] = measure(
-        repeat(partial(redact_parts, text[:middle], text[middle:]))
+        repeat(partial(redact_parts, text[:middle], text[middle:]), calls)
     )
-    for name, calls in exclusion_cases().items():
-        results[name] = measure(calls)
+    for name, cases in exclusion_cases(EXCLUSION_CALLS // share).items():
+        results[name] = measure(cases)
     return results, counts
 
 
 def main() -> None:
-    results, counts = run()
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument(
+        "--tiny", action="store_true", help=f"1/{TINY_SHARE} of the calls: checks, not figures"
+    )
+    parser.add_argument("--output", type=Path, default=RESULTS, help="where the JSON goes")
+    arguments = parser.parse_args()
+    results, counts = run(TINY_SHARE if arguments.tiny else 1)
     width = max(map(len, results))
     print(f"{SIZE} characters per prompt, Python {platform.python_version()}")
     print(f"{'operation':<{width}}  {'p50 µs':>8}  {'p95 µs':>8}  {'mean µs':>8}")
@@ -143,7 +153,7 @@ def main() -> None:
     print(f"no-secret prompts: worst p95 {worst:.0f} µs, {verdict} the {BUDGET_US:.0f} µs budget")
     for name, found in counts.items():
         print(f"  found in {name!r}: {sum(found.values())} {dict(sorted(found.items()))}")
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    arguments.output.parent.mkdir(parents=True, exist_ok=True)
     report = {
         "python": platform.python_version(),
         "platform": platform.platform(),
@@ -152,8 +162,8 @@ def main() -> None:
         "results": results,
         "redactions_found": counts,
     }
-    RESULTS.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"wrote {RESULTS}")
+    arguments.output.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"wrote {arguments.output}")
 
 
 if __name__ == "__main__":

@@ -1,15 +1,18 @@
 """Per-keystroke cost of the syntax layer on 5,000-line Python and Go files.
 
-Run ``python benchmarks/bench_syntax.py``: prints p50/p95 milliseconds and writes
-``benchmarks/results/syntax.json``. The Python file is real standard-library source; the Go
-file is generated (one hand-written handler repeated under varied names), as no Go source is
-installed to borrow. Keystrokes are replayed at 400 rows through each file in three ways:
-inside identifiers (the text stays valid), at line ends (mostly syntax errors) and as a new
-statement typed on a fresh line; each is undone, so the file ends as it began.
+Run ``python benchmarks/bench_syntax.py [--tiny] [--output PATH]``: prints p50/p95
+milliseconds and writes ``benchmarks/results/syntax.json`` (or PATH); ``--tiny`` replays at
+10 rows and parses twice, to check the benchmark still runs. The Python file is real
+standard-library source; the Go file is generated (one hand-written handler repeated under
+varied names), as no Go source is installed to borrow. Keystrokes are replayed at 400 rows
+through each file in three ways: inside identifiers (the text stays valid), at line ends
+(mostly syntax errors) and as a new statement typed on a fresh line; each is undone, so the
+file ends as it began.
 """
 
 from __future__ import annotations
 
+import argparse
 import gc
 import importlib
 import inspect
@@ -34,12 +37,14 @@ from lsp_spark.syntax.trees import SyntaxStore, SyntaxTree
 
 LINES = 5000
 POSITIONS = 400
+TINY_POSITIONS = 10
 TYPED = "abc"
 STATEMENT = "x = f(1)"
 # Keystrokes typing STATEMENT as (offset in the statement, inserted text): `(` brings its `)`,
 # which is then typed over, as editors with auto-pairs do.
 STATEMENT_KEYS = ((0, "x"), (1, " "), (2, "="), (3, " "), (4, "f"), (5, "()"), (6, "1"))
 FULL_PARSES = 20
+TINY_FULL_PARSES = 2
 UTF16 = PositionEncoding.UTF16
 RESULTS = Path(__file__).resolve().parent / "results" / "syntax.json"
 STDLIB_MODULES = (
@@ -138,10 +143,10 @@ def timed(calls: Iterator[Callable[[], object]]) -> dict[str, float]:
     return percentiles(time_each(calls))
 
 
-def cursor_rows(document: Document) -> Iterator[tuple[int, str]]:
+def cursor_rows(document: Document, positions: int) -> Iterator[tuple[int, str]]:
     """Evenly spaced non-blank rows through the file, with their text."""
-    step = document.line_count // POSITIONS
-    for row in range(0, step * POSITIONS, step):
+    step = document.line_count // positions
+    for row in range(0, step * positions, step):
         while not document.line(row).strip():
             row += 1
         yield row, document.line(row)
@@ -154,9 +159,9 @@ def utf16_len(text: str) -> int:
 Stroke = tuple[Position, Position, str]
 
 
-def inside_identifiers(document: Document) -> Iterator[Stroke]:
+def inside_identifiers(document: Document, positions: int) -> Iterator[Stroke]:
     """Type three characters into the first identifier on the row, then delete them."""
-    for row, line in cursor_rows(document):
+    for row, line in cursor_rows(document, positions):
         word = re.search(r"[A-Za-z_]{2,}", line)
         if word is None:
             continue
@@ -164,16 +169,16 @@ def inside_identifiers(document: Document) -> Iterator[Stroke]:
         yield from type_then_delete((row, column), TYPED)
 
 
-def at_line_ends(document: Document) -> Iterator[Stroke]:
+def at_line_ends(document: Document, positions: int) -> Iterator[Stroke]:
     """Append three characters to the row (mostly a syntax error), then delete them."""
-    for row, line in cursor_rows(document):
+    for row, line in cursor_rows(document, positions):
         yield from type_then_delete((row, utf16_len(line.rstrip())), TYPED)
 
 
-def new_statements(document: Document) -> Iterator[Stroke]:
+def new_statements(document: Document, positions: int) -> Iterator[Stroke]:
     """Enter, indented as an editor would (as deep as the next line, if that is deeper), then a
     statement typed key by key, then the whole line undone in one change."""
-    for row, line in cursor_rows(document):
+    for row, line in cursor_rows(document, positions):
         end = (row, utf16_len(line.rstrip()))
         indent = max(indentation(line), indentation(next_code_line(document, row)), key=len)
         yield end, end, "\n" + indent
@@ -251,7 +256,9 @@ def whole_file_outline(syntax: SyntaxTree) -> None:
     definitions(syntax)
 
 
-def bench(language_id: str, text: str, scope_types: frozenset[str]) -> dict[str, dict[str, float]]:
+def bench(
+    language_id: str, text: str, scope_types: frozenset[str], positions: int, full_parses: int
+) -> dict[str, dict[str, float]]:
     document = Document(f"file:///bench.{language_id}", language_id, 1, text)
     syntax = SyntaxStore().open(document)
     assert syntax is not None
@@ -264,7 +271,7 @@ def bench(language_id: str, text: str, scope_types: frozenset[str]) -> dict[str,
     keystrokes: list[int] = []
     lookups: list[int] = []
     for mode, strokes in modes.items():
-        samples = typing(syntax, strokes(document))
+        samples = typing(syntax, strokes(document, positions))
         assert document.text == text, "every mode undoes its typing"
         results[f"reparse: {mode}"] = percentiles(samples["reparse"])
         keystrokes += samples["keystroke"]
@@ -273,7 +280,7 @@ def bench(language_id: str, text: str, scope_types: frozenset[str]) -> dict[str,
     results["enclosing_scopes + cursor_region after each keystroke"] = percentiles(lookups)
     offsets = [
         document.byte_offset_at(document.offset_at(row, utf16_len(line) // 2, UTF16))
-        for row, line in cursor_rows(document)
+        for row, line in cursor_rows(document, positions)
     ]
     parser = Parser(syntax.language)
     source = text.encode()
@@ -288,19 +295,29 @@ def bench(language_id: str, text: str, scope_types: frozenset[str]) -> dict[str,
             partial(walk_up_scopes, syntax, b, scope_types) for b in offsets for _ in range(5)
         ),
         "imports + definitions, whole file, uncached": timed(
-            partial(whole_file_outline, syntax) for _ in range(FULL_PARSES)
+            partial(whole_file_outline, syntax) for _ in range(full_parses)
         ),
         "full parse from bytes (for comparison)": timed(
-            partial(parser.parse, source) for _ in range(FULL_PARSES)
+            partial(parser.parse, source) for _ in range(full_parses)
         ),
         "full parse from the document's blocks": timed(
-            partial(parser.parse, document.utf8) for _ in range(FULL_PARSES)
+            partial(parser.parse, document.utf8) for _ in range(full_parses)
         ),
     }
     return results
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument(
+        "--tiny",
+        action="store_true",
+        help=f"{TINY_POSITIONS} rows, {TINY_FULL_PARSES} full parses: checks, not figures",
+    )
+    parser.add_argument("--output", type=Path, default=RESULTS, help="where the JSON goes")
+    arguments = parser.parse_args()
+    positions = TINY_POSITIONS if arguments.tiny else POSITIONS
+    full_parses = TINY_FULL_PARSES if arguments.tiny else FULL_PARSES
     report: dict[str, object] = {
         "python": platform.python_version(),
         "platform": platform.platform(),
@@ -317,7 +334,7 @@ def main() -> None:
     for language_id, ((text, origin), scope_types) in cases.items():
         lines = text.count("\n")
         size = len(text.encode())
-        results = bench(language_id, text, scope_types)
+        results = bench(language_id, text, scope_types, positions, full_parses)
         report["files"][language_id] = {"lines": lines, "bytes": size, "source": origin}  # type: ignore[index]
         report["results"][language_id] = results  # type: ignore[index]
         width = max(map(len, results))
@@ -328,9 +345,9 @@ def main() -> None:
                 f"{name:<{width}}  {stats['p50_ms']:>8.3f}  {stats['p95_ms']:>8.3f}"
                 f"  {stats['max_ms']:>8.3f}"
             )
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"\nwrote {RESULTS}")
+    arguments.output.parent.mkdir(parents=True, exist_ok=True)
+    arguments.output.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"\nwrote {arguments.output}")
 
 
 if __name__ == "__main__":

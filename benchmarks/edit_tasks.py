@@ -1,16 +1,18 @@
 """Edit tasks: does the model make the asked-for change, and is the edit small?
 
-Run: `python benchmarks/edit_tasks.py` (prints a table, writes
-benchmarks/results/edit_tasks.json). Each task is a fixture under fixtures/actions/<case>: a
-file, the action asked for at a cursor or selection (case.json), and what the result must
-contain. The real server is started over stdio and asked as an editor asks: code actions,
-then `codeAction/resolve` (or `lspSpark.editWithInstruction`, applied through
-`workspace/applyEdit`).
+Run: `python benchmarks/edit_tasks.py [--backend B] [--tiny] [--output PATH]` (prints a
+table, writes benchmarks/results/edit_tasks.json, or PATH). Each task is a fixture under
+fixtures/actions/<case>: a file, the action asked for at a cursor or selection (case.json),
+and what the result must contain. The real server is started over stdio and asked as an
+editor asks: code actions, then `codeAction/resolve` (or `lspSpark.editWithInstruction`,
+applied through `workspace/applyEdit`).
 
 Two runs: `local`, the embedded SmolLM2-135M (a 135M model: expect it to fail most tasks;
 the number is reported as it comes), and `scripted`, the loopback Cerebras server answering
 each task with its reply.txt, which measures the edit machinery given a model that does the
-task right. `--backend local` or `--backend scripted` runs one.
+task right. `--backend local` or `--backend scripted` runs one. `--tiny` runs two tasks, one
+asked as a code action and one as an instruction, on the scripted backend unless another is
+named: a check that both ways of asking still get their edit, in seconds.
 
 A task succeeds when an edit comes back, the edited file has no more syntax errors than
 before, and it contains every string of case.json's `expect.contains` and none of
@@ -75,6 +77,13 @@ def load_tasks() -> list[dict[str, Any]]:
             }
         )
     return tasks
+
+
+def tiny(tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The first task asked as a code action and the first asked as an instruction."""
+    actions = (task for task in tasks if task["spec"]["action"] != "instruction")
+    instructions = (task for task in tasks if task["spec"]["action"] == "instruction")
+    return [next(actions), next(instructions)]
 
 
 def capabilities() -> types.ClientCapabilities:
@@ -342,11 +351,20 @@ def summarise(backend: str, results: list[dict[str, Any]], stats: Any) -> dict[s
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--backend", choices=("both", "local", "scripted"), default="both")
+    parser.add_argument(
+        "--backend",
+        choices=("both", "local", "scripted"),
+        help="default both, or with --tiny scripted",
+    )
     parser.add_argument("--threads", type=int, default=max(1, min(4, os.cpu_count() or 1)))
+    parser.add_argument(
+        "--tiny", action="store_true", help="two tasks: checks that edits come back, in seconds"
+    )
+    parser.add_argument("--output", type=Path, default=RESULTS, help="where the JSON goes")
     arguments = parser.parse_args()
-    tasks = load_tasks()
-    backends = ("local", "scripted") if arguments.backend == "both" else (arguments.backend,)
+    tasks = tiny(load_tasks()) if arguments.tiny else load_tasks()
+    chosen = arguments.backend or ("scripted" if arguments.tiny else "both")
+    backends = ("local", "scripted") if chosen == "both" else (chosen,)
     started = time.perf_counter()
     runs = {backend: asyncio.run(run(backend, tasks, arguments.threads)) for backend in backends}
     report = {
@@ -355,8 +373,8 @@ def main() -> None:
         "runs": runs,
         "runtimeSeconds": round(time.perf_counter() - started, 1),
     }
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(report, indent=2) + "\n")
+    arguments.output.parent.mkdir(parents=True, exist_ok=True)
+    arguments.output.write_text(json.dumps(report, indent=2) + "\n")
     print()
     print(f"{'backend':<10}{'success':>9}{'edited':>8}{'median edit':>13}{'whole scope':>13}")
     for backend, summary in runs.items():
@@ -364,7 +382,7 @@ def main() -> None:
             f"{backend:<10}{summary['successRate']:>9.0%}{summary['editedRate']:>8.0%}"
             f"{_lines(summary['medianEditLines']):>13}{_lines(summary['medianWholeScopeLines']):>13}"
         )
-    print(f"\nwrote {RESULTS.relative_to(ROOT)}")
+    print(f"\nwrote {arguments.output}")
 
 
 def _lines(value: float | None) -> str:

@@ -1,6 +1,8 @@
 """Hole-filling evaluation, after llm-ls's testbed: how much each context source and filter helps.
 
-Run: `python benchmarks/holes.py` (prints a table, writes benchmarks/results/holes.json).
+Run: `python benchmarks/holes.py [--tiny] [--output PATH]` (prints a table, writes
+benchmarks/results/holes.json, or PATH); `--tiny` fills two holes with the baseline
+configuration only, to check the benchmark still gets answers, not to score them.
 Holes are cut, with a seed, in standard-library modules of the running interpreter (code
 nobody on this project wrote): line holes keep the indentation and the first two characters
 of a statement inside a function, as if the user had just started typing it; block holes
@@ -68,6 +70,7 @@ MODULES = (
 )
 DEFAULT_HOLES = 16
 """1.5-2 s a hole on two cores, times 18 configurations: 8-11 minutes; 40 would take 25."""
+TINY_HOLES = 2
 DEFAULT_SEED = 2024
 BLOCK_SHARE = 1 / 3
 TYPED_CHARACTERS = 2
@@ -528,6 +531,12 @@ async def evaluate(arguments: argparse.Namespace) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--holes", type=int, default=DEFAULT_HOLES, help="how many holes")
+    parser.add_argument(
+        "--tiny",
+        action="store_true",
+        help=f"{TINY_HOLES} holes, baseline only: checks that holes are answered, in seconds",
+    )
+    parser.add_argument("--output", type=Path, default=RESULTS, help="where the JSON goes")
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="which holes")
     parser.add_argument(
         "--configs", choices=("all", "sources", "filters", "baseline"), default="all"
@@ -545,11 +554,13 @@ def main() -> None:
         help="model threads (the server's own default is half the cores, to spare the editor)",
     )
     arguments = parser.parse_args()
+    if arguments.tiny:
+        arguments.holes, arguments.configs = TINY_HOLES, "baseline"
     started = time.perf_counter()
     report = asyncio.run(evaluate(arguments))
     report["runtimeSeconds"] = round(time.perf_counter() - started, 1)
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(report, indent=2) + "\n")
+    arguments.output.parent.mkdir(parents=True, exist_ok=True)
+    arguments.output.write_text(json.dumps(report, indent=2) + "\n")
     blocks = sum(hole["kind"] == "block" for hole in report["holes"])
     caveat = (
         "the oracle answers only the first line of a block"
@@ -566,7 +577,7 @@ def main() -> None:
         "exact, similar: means over all holes (no suggestion or a timeout scores 0); "
         "shown: holes with a suggestion; lines: mean lines of those; ms: mean latency; "
         f"tokens: streamed in all. Δ: against baseline; {caveat}.\n"
-        f"JSON in {RESULTS.relative_to(ROOT)}"
+        f"JSON in {arguments.output}"
     )
 
 

@@ -1,9 +1,9 @@
 """Keystroke replay: how fast ghost text appears while someone types, and what it costs upstream.
 
-Run: `python benchmarks/replay.py [--quick]` (prints a table, writes
-benchmarks/results/replay.json). Speed is the product, so this measures it the way a user
-meets it: a seeded typist types real code (a few functions of standard-library modules of the
-running interpreter) into the real server over stdio, one `didChange` and one
+Run: `python benchmarks/replay.py [--quick | --tiny] [--output PATH]` (prints a table,
+writes benchmarks/results/replay.json, or PATH). Speed is the product, so this measures it
+the way a user meets it: a seeded typist types real code (a few functions of standard-library
+modules of the running interpreter) into the real server over stdio, one `didChange` and one
 `textDocument/inlineCompletion` per keystroke, never cancelling the previous request (as
 Neovim 0.12 does), and accepts a suggestion when it is exactly what comes next. The backend is
 the loopback Cerebras-compatible test server, whose "model" answers with the file's real
@@ -20,8 +20,10 @@ Runs, each trace with a fresh server process and a fresh test server:
   realistic  TTFT 0.1 s and 1,000 tokens/s, the server's default settings;
   baseline   as realistic with cache, prefetch and supersession off, to show what each saves.
 Sessions run one at a time: on a small machine a second server starting up (a second of CPU)
-would be charged to whichever session is typing. Nothing here asserts on time; the numbers
-are printed next to their targets.
+would be charged to whichever session is typing. `--tiny` types for a few seconds in
+lsp-spark's own three modes only (no reference server, no peers): a check that requests are
+still sent and answered, whose figures mean nothing. Nothing here asserts on time; the
+numbers are printed next to their targets.
 """
 
 from __future__ import annotations
@@ -153,15 +155,18 @@ def missing(mode: Mode) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class Scale:
-    """Which modules are traced, about how long each trace is, and a limit per session."""
+    """Which modules are traced, about how long each trace is, a limit per session, and which
+    modes run."""
 
     modules: tuple[str, ...]
     chars: int
     typing_seconds: float
+    modes: tuple[Mode, ...] = MODES
 
 
 FULL = Scale(MODULES, 1500, 200.0)
 QUICK = Scale(MODULES[:2], 500, 40.0)
+TINY = Scale(MODULES[:1], 60, 3.0, (OVERHEAD, REALISTIC, BASELINE))
 
 
 @dataclass(frozen=True, slots=True)
@@ -423,11 +428,16 @@ class LeanProtocol(LanguageServerProtocol):
 
     def request_raw(
         self, method: str, params: Any, answered: Callable[[float, dict[str, Any]], None]
-    ) -> None:
-        """`answered(arrival time, response)` runs as soon as the response is parsed."""
+    ) -> str:
+        """`answered(arrival time, response)` runs as soon as the response is parsed; the
+        request's id is returned, for a `$/cancelRequest`."""
         msg_id = f"lean-{next(self._ids)}"
         self._waiting[msg_id] = answered
         self._send_data({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
+        return msg_id
+
+    def waiting_for(self, msg_id: str) -> bool:
+        return msg_id in self._waiting
 
     @property
     def waiting(self) -> int:
@@ -1101,6 +1111,7 @@ def summarise(raw: dict[str, Any]) -> dict[str, Any]:
         "rssEndMiB": max(raw["rssEndMiB"], default=None),
         "keys": raw["keys"],
         "requests": raw["requests"],
+        "answered": raw["answered"],
         "chars": raw["chars"],
         "timeouts": raw["timeouts"],
         "errors": len(raw["errors"]),
@@ -1264,7 +1275,7 @@ def notes(results: dict[str, Any]) -> list[str]:
 async def benchmark(scale: Scale) -> dict[str, Any]:
     rng = random.Random(SEED)
     traces = [pick_trace(module, scale.chars, rng) for module in scale.modules]
-    modes = [mode for mode in MODES if missing(mode) is None]
+    modes = [mode for mode in scale.modes if missing(mode) is None]
     sessions: dict[str, list[Session]] = {mode.name: [] for mode in modes}
     with tempfile.TemporaryDirectory(prefix="lsp-spark-replay-") as config_home:
         environment = isolated_environment(config_home)
@@ -1307,33 +1318,40 @@ def compare_with_others(results: dict[str, Any]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--quick", action="store_true", help="two short traces, about six minutes")
+    scales = parser.add_mutually_exclusive_group()
+    scales.add_argument("--quick", action="store_true", help="two short traces, about six minutes")
+    scales.add_argument(
+        "--tiny", action="store_true", help="lsp-spark's modes, a few seconds each: checks only"
+    )
+    parser.add_argument("--output", type=Path, default=RESULTS, help="where the JSON goes")
     arguments = parser.parse_args()
+    scale = TINY if arguments.tiny else QUICK if arguments.quick else FULL
     sys.setswitchinterval(SWITCH_INTERVAL)
     # Peers notify their status on every request; the typist has no use for it.
     logging.getLogger("pygls.protocol.json_rpc").setLevel(logging.ERROR)
     started = time.perf_counter()
-    results = asyncio.run(benchmark(QUICK if arguments.quick else FULL))
+    results = asyncio.run(benchmark(scale))
     elapsed = time.perf_counter() - started
     compare_with_others(results)
     print()
     print(table(*(results[mode.name]["summary"] for mode in (OVERHEAD, REALISTIC, BASELINE))))
-    said = [reason for mode in MODES if (reason := missing(mode))] + notes(results)
+    said = [reason for mode in scale.modes if (reason := missing(mode))] + notes(results)
     for note in said:
         print(f"note: {note}")
     print(f"\n{elapsed:.0f} s in all")
     report = {
         "python": sys.version.split()[0],
         "quick": arguments.quick,
+        "tiny": arguments.tiny,
         "seed": SEED,
         "seconds": round(elapsed, 1),
-        "peers": {mode.peer.name: mode.peer.version() for mode in PEER_MODES if mode.peer},
+        "peers": {mode.peer.name: mode.peer.version() for mode in scale.modes if mode.peer},
         "notes": said,
         "runs": results,
     }
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    print(f"wrote {RESULTS.relative_to(ROOT)}")
+    arguments.output.parent.mkdir(parents=True, exist_ok=True)
+    arguments.output.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    print(f"wrote {arguments.output}")
 
 
 if __name__ == "__main__":

@@ -1,22 +1,31 @@
 """Soak: tens of thousands of completion requests through one server process, to find leaks.
 
-Run: `python benchmarks/soak.py [--requests N] [--quick]` (prints a table, writes
-benchmarks/results/soak.json). Not part of the test run: it takes minutes. A single server
-process over stdio gets 20 open documents (standard-library files of the running interpreter)
-and four typists who type in them at once, each at its own pace with bursts, never waiting for
-an answer before the next keystroke (as Neovim does), cancelling some requests (as VS Code
-does), accepting some right suggestions, switching documents, closing and reopening them, and
-asking for `lspSpark/stats` now and then. The backend is the loopback Cerebras-compatible test
-server, with a TTFT of 30 ms and 2,000 tokens/s so requests overlap and supersede each other,
-answering with the file's real continuation; a small share of its streams fail (500, reset,
-stall) so the error paths run too.
+Run: `python benchmarks/soak.py [--requests N] [--quick | --tiny] [--output PATH]` (prints a
+table, writes benchmarks/results/soak.json, or PATH). Not part of the test run: it takes
+minutes; `--tiny` (100 requests after a warm-up of 20) takes seconds, and checks that the soak
+still measures rather than measuring anything. A single server process over stdio gets 20 open
+documents (standard-library files of the running interpreter) and four typists who type in them
+at once, each at its own pace with bursts, never waiting for an answer before the next
+keystroke (as Neovim does), cancelling some requests (as VS Code does), accepting some right
+suggestions, switching documents, closing and reopening them, and asking for `lspSpark/stats`
+now and then. The backend is the loopback Cerebras-compatible test server, with a TTFT of 30 ms
+and 2,000 tokens/s so requests overlap and supersede each other, answering with the file's real
+continuation; a small share of its streams fail (500, reset, stall) so the error paths run too.
 
-Measured: requests served, errors (other than RequestCancelled for a request we cancelled),
-timeouts; latency p50/p95 per window of requests, to show drift; the server's resident memory
-after a warm-up, per window and after a final idle, and its growth; and what is left open at
-the end: sockets (from /proc), threads, and asyncio tasks if `lspSpark/stats` reports them.
-The first 500 requests are a warm-up, not counted. Nothing here asserts; the numbers are
-printed next to their targets.
+Completion requests are sent and read as plain JSON (replay's lean protocol), as an editor
+does. Measured: requests answered, errors (other than RequestCancelled for a request we
+cancelled), timeouts; latency p50/p95 of the requests served, per window of requests, to show
+drift; the server's resident memory after a warm-up, per window and after a final idle, and its
+growth per 1,000 requests answered; and what is left open at the end: sockets (from /proc),
+threads, and asyncio tasks if `lspSpark/stats` reports them. The first 500 requests are a
+warm-up, left out of the figures (but not of the check below). The numbers are printed next to their
+targets, and none of them is judged unless the soak really measured, which it states by its
+exit status: it exits 1, saying why on stderr, unless every completion request (warm-up
+included) got a result, or RequestCancelled for one it cancelled itself, every accept command
+and `lspSpark/stats` request got its result, nothing failed on the client's side (a message
+pygls could not send or read, an answer this script could not read), and the run was whole (no
+failure, no time limit hit). An idle server's figures look as good as a healthy one's: only the
+exit status tells them apart.
 """
 
 from __future__ import annotations
@@ -24,7 +33,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import concurrent.futures
-import itertools
 import json
 import math
 import os
@@ -39,19 +47,22 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from lsprotocol import types  # noqa: E402
-from pygls.exceptions import JsonRpcException, JsonRpcRequestCancelled  # noqa: E402
+from pygls.exceptions import JsonRpcException, JsonRpcRequestCancelled, PyglsError  # noqa: E402
 from pygls.lsp.client import LanguageClient  # noqa: E402
 from replay import (  # noqa: E402
+    LeanProtocol,
     Oracle,
     Trace,
     end_position,
+    first_item,
     initialize,
+    item_text,
     key_text,
     neighbour,
     percentile,
@@ -120,12 +131,18 @@ STATS_EVERY = 97
 FAULT_CHANCE = 0.006
 """Per completion request sent: queue one fault for the next upstream completion."""
 
+METHOD = types.TEXT_DOCUMENT_INLINE_COMPLETION
 WARMUP = 500
+TINY_WARMUP = 20
 WINDOW = 1000
 FULL_REQUESTS = 20_000
 QUICK_REQUESTS = 2_000
+TINY_REQUESTS = 100
 MIN_RATE = 20.0
-"""Requests per second below which the typists give up: bounds the run at requests / MIN_RATE."""
+"""Requests per second below which the typists give up: bounds each phase (warm-up, soak) at
+its requests / MIN_RATE."""
+PHASE_FLOOR = 10.0
+"""Seconds a phase gets at least, so that a tiny run's thinking pauses are not slowness."""
 WARM_WAIT = 1.0
 REQUEST_TIMEOUT = 10.0
 SHUTDOWN_TIMEOUT = 5.0
@@ -153,16 +170,6 @@ TCP_STATES = {
 }
 
 
-def first_item(result: Any) -> types.InlineCompletionItem | None:
-    items = result.items if isinstance(result, types.InlineCompletionList) else result
-    return items[0] if items else None
-
-
-def item_text(item: types.InlineCompletionItem) -> str:
-    text = item.insert_text
-    return text if isinstance(text, str) else text.value
-
-
 @dataclass(slots=True)
 class Request:
     """One inline completion request and what came of it."""
@@ -170,7 +177,8 @@ class Request:
     sent: float
     arrived: float | None = None
     outcome: str = ""
-    """"served" (a result), "cancelled" (RequestCancelled after our $/cancelRequest), "error"."""
+    """"served" (a result), "cancelled" (RequestCancelled after our $/cancelRequest), "error"
+    (an error answer, or one this script could not send or read); "" while unanswered."""
     text: bool = False
     cancel_asked: bool = False
     error: str | None = None
@@ -184,7 +192,7 @@ class Request:
 class Offer:
     """A suggestion that is exactly what comes next, for the document state it answered."""
 
-    item: types.InlineCompletionItem
+    item: dict[str, Any]
     text: str
     generation: int
     version: int
@@ -216,6 +224,7 @@ class Sample:
     """The server process seen from outside at one moment."""
 
     requests: int
+    answered: int
     seconds: float
     rss_mib: float | None
     fds: int | None
@@ -260,32 +269,50 @@ class Upstream:
         self.tokens += record.tokens_sent
 
 
+ANSWERED = ("served", "cancelled")
+"""Outcomes that answer a request: a result, or RequestCancelled for one the soak cancelled."""
+
+
+class SoakClient(LanguageClient):
+    """Speaks replay's lean protocol, and keeps what pygls catches on the client's side (a
+    message it could not send or read, a handler that raised) instead of only logging it: each
+    is an error of the run."""
+
+    def __init__(self) -> None:
+        super().__init__("lsp-spark-soak", "1", protocol_cls=LeanProtocol)
+        self.errors: list[str] = []
+
+    def report_server_error(
+        self, error: Exception, source: type[PyglsError] | type[JsonRpcException]
+    ) -> None:
+        self.errors.append(f"client: {error!r}")
+
+
 class Soak:
     """Drives one server process: typists, cancellations, accepts, stats, faults, samples."""
 
     def __init__(
         self,
-        client: LanguageClient,
+        client: SoakClient,
         pid: int,
         upstream: CerebrasTestServer,
         docs: list[Doc],
         window: int,
-        deadline: float,
     ) -> None:
         self.client = client
+        self.protocol = cast(LeanProtocol, client.protocol)
         self.pid = pid
         self.upstream = upstream
         self.docs = docs
         self.window = window
-        self.deadline = deadline
+        self.deadline = math.inf
         self.rng = random.Random(SEED)
-        self.ids = itertools.count(1)
         self.loop = asyncio.get_running_loop()
         self.pending: set[concurrent.futures.Future[Any]] = set()
         self.warmup: list[Request] = []
         self.requests: list[Request] = []
         self.measuring = False
-        self.goal = WARMUP
+        self.goal = 0
         self.started = time.monotonic()
         self.samples: list[Sample] = []
         self.start_sample: Sample | None = None
@@ -319,8 +346,9 @@ class Soak:
         self.open(doc)
 
     async def run(self, goal: int) -> None:
-        """Type until `goal` requests of this phase were sent (or the deadline passed)."""
+        """Type until `goal` requests of this phase were sent (or its time ran out)."""
         self.goal = goal
+        self.deadline = time.monotonic() + max(goal / MIN_RATE, PHASE_FLOOR)
         docs = iter(self.rng.sample(self.docs, TYPISTS))
         await asyncio.gather(*(self.type(next(docs)) for _ in range(TYPISTS)))
 
@@ -408,10 +436,12 @@ class Soak:
         self.accepts += 1
         doc.position += len(offer.text)
         self.insert(doc, offer.text)
-        if (command := offer.item.command) is not None:
+        if (command := offer.item.get("command")) is not None:
             future = self.client.protocol.send_request(
                 types.WORKSPACE_EXECUTE_COMMAND,
-                types.ExecuteCommandParams(command=command.command, arguments=command.arguments),
+                types.ExecuteCommandParams(
+                    command=command["command"], arguments=command.get("arguments")
+                ),
             )
             self.track(future, partial(self.failed, self.command_errors))
         self.request(doc)
@@ -420,17 +450,18 @@ class Soak:
         batch = self.batch
         record = Request(time.monotonic())
         batch.append(record)
-        msg_id = next(self.ids)
-        method = types.TEXT_DOCUMENT_INLINE_COMPLETION
-        future = self.client.protocol.send_request(
-            method,
-            request_params(method, doc.uri, doc.line, doc.character),
-            msg_id=msg_id,
-        )
-        self.track(future, partial(self.answered, record, doc, doc.generation, doc.version))
-        if self.rng.random() < CANCEL_CHANCE:
-            delay = self.rng.uniform(*CANCEL_AFTER)
-            self.loop.call_later(delay, self.cancel, msg_id, record, future)
+        try:
+            msg_id = self.protocol.request_raw(
+                METHOD,
+                request_params(METHOD, doc.uri, doc.line, doc.character),
+                partial(self.answered, record, doc, doc.generation, doc.version),
+            )
+        except Exception as error:
+            record.outcome, record.error = "error", f"client: not sent: {error!r}"
+        else:
+            if self.rng.random() < CANCEL_CHANCE:
+                delay = self.rng.uniform(*CANCEL_AFTER)
+                self.loop.call_later(delay, self.cancel, msg_id, record)
         if self.rng.random() < FAULT_CHANCE:
             self.inject_fault()
         if len(batch) % STATS_EVERY == 0:
@@ -450,8 +481,8 @@ class Soak:
         future.add_done_callback(self.pending.discard)
         future.add_done_callback(callback)
 
-    def cancel(self, msg_id: int, record: Request, future: concurrent.futures.Future[Any]) -> None:
-        if future.done():
+    def cancel(self, msg_id: str, record: Request) -> None:
+        if not self.protocol.waiting_for(msg_id):
             return
         record.cancel_asked = True
         self.client.cancel_request(types.CancelParams(id=msg_id))
@@ -462,36 +493,55 @@ class Soak:
         doc: Doc,
         generation: int,
         version: int,
-        future: concurrent.futures.Future[Any],
+        arrived: float,
+        response: dict[str, Any],
     ) -> None:
-        record.arrived = time.monotonic()
-        error = future.exception()
-        if error is not None:
-            asked = record.cancel_asked
-            if isinstance(error, JsonRpcException) and error.code == JsonRpcRequestCancelled.CODE:
-                record.outcome = "cancelled" if asked else "error"
-                record.error = None if asked else "RequestCancelled without a $/cancelRequest"
-            else:
-                record.outcome, record.error = "error", repr(error)
+        """Runs where the response is parsed, so arrival times are not delayed by a turn of the
+        event loop; an answer this script cannot read is the request's error, not a log line."""
+        record.arrived = arrived
+        try:
+            self.read(record, doc, generation, version, response)
+        except Exception as error:
+            record.outcome, record.error = "error", f"client: unreadable answer: {error!r}"
+
+    def read(
+        self, record: Request, doc: Doc, generation: int, version: int, response: dict[str, Any]
+    ) -> None:
+        if (error := response.get("error")) is not None:
+            cancelled = error["code"] == JsonRpcRequestCancelled.CODE
+            if cancelled and record.cancel_asked:
+                record.outcome = "cancelled"
+                return
+            record.outcome = "error"
+            record.error = (
+                "RequestCancelled without a $/cancelRequest"
+                if cancelled
+                else f"server: {error['code']} {error['message']}"
+            )
             return
+        if "result" not in response:
+            raise ValueError(f"a response with neither result nor error: {response!r}")
         record.outcome = "served"
-        item = first_item(future.result())
+        item = first_item(response["result"])
         if item is None:
             return
         text = item_text(item)
         record.text = bool(text)
-        cursor = types.Position(doc.line, doc.character)
+        cursor = {"line": doc.line, "character": doc.character}
+        span = item.get("range")
         if (
             text
             and (generation, version) == (doc.generation, doc.version)
             and doc.typo is None
             and doc.trace.region.startswith(text, doc.position)
-            and (item.range is None or item.range.start == item.range.end == cursor)
+            and (span is None or span["start"] == span["end"] == cursor)
         ):
             doc.offer = Offer(item, text, generation, version)
 
     def failed(self, sink: list[str], future: concurrent.futures.Future[Any]) -> None:
-        if (error := future.exception()) is not None:
+        if future.cancelled():
+            sink.append("cancelled")
+        elif (error := future.exception()) is not None:
             sink.append(repr(error))
 
     def ask_stats(self) -> None:
@@ -513,6 +563,7 @@ class Soak:
         listed = [r for r in list(self.upstream.requests) if r.path.endswith("completions")]
         return Sample(
             requests,
+            sum(1 for r in self.requests if r.outcome in ANSWERED),
             time.monotonic() - self.started,
             resident_mib(self.pid),
             count_fds(self.pid),
@@ -525,7 +576,7 @@ class Soak:
     async def settle(self, timeout: float) -> None:
         """Wait (bounded) for the answers still on their way."""
         deadline = time.monotonic() + timeout
-        while self.pending and time.monotonic() < deadline:
+        while (self.pending or self.protocol.waiting) and time.monotonic() < deadline:
             await asyncio.sleep(0.02)
 
 
@@ -643,7 +694,7 @@ class MultiOracle:
         return ""
 
 
-async def soak(requests: int, window: int) -> dict[str, Any]:
+async def soak(requests: int, window: int, warmup: int) -> dict[str, Any]:
     """One server process and one test server for the whole run; both always stopped."""
     rng = random.Random(SEED)
     traces = [pick_trace(module, TRACE_CHARS, rng) for module in MODULES]
@@ -653,7 +704,7 @@ async def soak(requests: int, window: int) -> dict[str, Any]:
         reply_fn=MultiOracle(traces).reply,
         api_key=API_KEY,
     )
-    budget = (WARMUP + requests) / MIN_RATE
+    budget = (warmup + requests) / MIN_RATE + 2 * PHASE_FLOOR
     result: dict[str, Any] = {}
     await asyncio.to_thread(upstream.start)
     try:
@@ -668,7 +719,7 @@ async def soak(requests: int, window: int) -> dict[str, Any]:
                 "requestTimeoutMs": REQUEST_TIMEOUT_MS,
             }
             await asyncio.wait_for(
-                drive(result, upstream, docs, options, environment, requests, window, budget),
+                drive(result, upstream, docs, options, environment, requests, window, warmup),
                 budget + END_MARGIN,
             )
     except Exception as error:
@@ -699,10 +750,10 @@ async def drive(
     environment: dict[str, str],
     requests: int,
     window: int,
-    budget: float,
+    warmup: int,
 ) -> None:
     """Start the server, warm it up, soak it, look at what it holds, stop it."""
-    client = LanguageClient("lsp-spark-soak", "1")
+    client = SoakClient()
     messages: Counter[str] = Counter()
 
     @client.feature(types.WINDOW_SHOW_MESSAGE)
@@ -718,12 +769,12 @@ async def drive(
     try:
         await initialize(client, options)
         await asyncio.sleep(WARM_WAIT)
-        run = Soak(client, process.pid, upstream, docs, window, time.monotonic() + budget)
+        run = Soak(client, process.pid, upstream, docs, window)
         result["harvested"] = run.harvested
         result["soak"] = run
         for doc in docs:
             run.open(doc)
-        await run.run(WARMUP)
+        await run.run(warmup)
         await run.settle(REQUEST_TIMEOUT)
         await asyncio.sleep(FINAL_IDLE)
         run.measuring = True
@@ -734,6 +785,7 @@ async def drive(
         await run.run(requests)
         result["typingSeconds"] = time.monotonic() - run.started
         await run.settle(REQUEST_TIMEOUT)
+        result["otherUnanswered"] = len(run.pending)
         await asyncio.sleep(FINAL_IDLE)
         result["end"] = run.sample(len(run.requests))
         result["socketsIdle"] = open_sockets(process.pid, port)
@@ -747,6 +799,7 @@ async def drive(
         result["exitCode"] = process.returncode
     finally:
         result["messages"] = dict(messages)
+        result["clientErrors"] = client.errors
         result["stderr"] = stderr
         drain.cancel()
         if process.returncode is None:
@@ -778,6 +831,7 @@ def window_rows(run: Soak, samples: list[Sample]) -> list[dict[str, Any]]:
             {
                 "requests": sample.requests,
                 "seconds": round(sample.seconds, 1),
+                "answered": sum(1 for r in part if r.outcome in ANSWERED),
                 "served": len(served),
                 "cancelled": sum(1 for r in part if r.outcome == "cancelled"),
                 "errors": sum(1 for r in part if r.outcome == "error"),
@@ -814,13 +868,19 @@ def log_levels(stderr: list[bytes]) -> Counter[str]:
 
 def summarise(result: dict[str, Any], seconds: float) -> dict[str, Any]:
     run: Soak | None = result.get("soak")
+    warmup = run.warmup if run else []
     requests = run.requests if run else []
-    answered = [r for r in requests if r.arrived is not None]
-    served = [r.latency_ms for r in answered if r.outcome == "served" and r.latency_ms is not None]
+    served = [r.latency_ms for r in requests if r.outcome == "served" and r.latency_ms is not None]
     timeouts = sum(
         1 for r in requests if r.arrived is None or (r.latency_ms or 0) > REQUEST_TIMEOUT * 1000
     )
-    errors = [r.error for r in requests if r.outcome == "error"]
+    errors = [
+        *(r.error or "" for r in (*warmup, *requests) if r.outcome == "error"),
+        *result.get("clientErrors", []),
+        *(f"accept command: {error}" for error in (run.command_errors if run else [])),
+        *(f"lspSpark/stats: {error}" for error in (run.stats_errors if run else [])),
+    ]
+    answered = sum(1 for r in requests if r.outcome in ANSWERED)
     windows = window_rows(run, run.samples) if run else []
     start: Sample | None = result.get("start")
     end: Sample | None = result.get("end")
@@ -830,10 +890,10 @@ def summarise(result: dict[str, Any], seconds: float) -> dict[str, Any]:
         if start and end and start.rss_mib is not None and end.rss_mib is not None
         else None
     )
-    trend = [(s.requests, s.rss_mib) for s in samples if s.rss_mib is not None]
+    trend = [(s.answered, s.rss_mib) for s in samples if s.rss_mib is not None]
     slope = (
         statistics.linear_regression([x for x, _ in trend], [y for _, y in trend]).slope * 1000
-        if len(trend) >= 3
+        if len(trend) >= 3 and len({x for x, _ in trend}) > 1
         else None
     )
     stats: dict[str, Any] = result.get("stats") or {}
@@ -847,14 +907,20 @@ def summarise(result: dict[str, Any], seconds: float) -> dict[str, Any]:
     first_p95 = windows[0]["p95Ms"] if windows else None
     last_p95 = windows[-1]["p95Ms"] if windows else None
     return {
+        "warmupSent": len(warmup),
+        "warmupAnswered": sum(1 for r in warmup if r.outcome in ANSWERED),
         "sent": len(requests),
+        "answered": answered,
+        "notAnswered": len(requests) - answered,
         "served": sum(1 for r in requests if r.outcome == "served"),
         "withText": sum(1 for r in requests if r.text),
         "cancelAsked": sum(1 for r in requests if r.cancel_asked),
         "cancelled": sum(1 for r in requests if r.outcome == "cancelled"),
         "errors": len(errors),
         "errorKinds": dict(Counter(errors)),
+        "clientErrors": len(result.get("clientErrors", [])),
         "timeouts": timeouts,
+        "otherUnanswered": result.get("otherUnanswered"),
         "p50Ms": rounded(percentile(served, 0.5)),
         "p95Ms": rounded(percentile(served, 0.95)),
         "maxMs": rounded(max(served, default=None)),
@@ -904,12 +970,47 @@ def summarise(result: dict[str, Any], seconds: float) -> dict[str, Any]:
     }
 
 
+def shortfalls(summary: dict[str, Any], requested: int) -> list[str]:
+    """Why the figures do not describe a server under load, if they do not: the soak measured
+    only if every completion request (warm-up included) got a result, or RequestCancelled for
+    one it cancelled itself; every accept command and `lspSpark/stats` request got its result;
+    nothing failed on the client's side; and the run was whole."""
+    found = [f"the run failed: {summary['failure']}"] if summary["failure"] else []
+    for phase, sent, answered in (
+        ("warm-up", summary["warmupSent"], summary["warmupAnswered"]),
+        ("soak", summary["sent"], summary["answered"]),
+    ):
+        if sent == 0:
+            found.append(f"{phase}: no completion request was sent")
+        elif answered < sent:
+            found.append(
+                f"{phase}: {answered:,} of {sent:,} completion requests answered "
+                "(a result, or RequestCancelled for one the soak cancelled)"
+            )
+    if summary["errors"]:
+        kinds = sorted(summary["errorKinds"].items(), key=lambda kind: -kind[1])
+        found.append(
+            f"{summary['errors']:,} errors, client side included, most often "
+            f"x{kinds[0][1]}: {kinds[0][0]}"
+        )
+    if summary["otherUnanswered"]:
+        found.append(f"{summary['otherUnanswered']} accept commands or stats requests unanswered")
+    if summary["truncated"]:
+        found.append(
+            f"stopped at the time limit after {summary['sent']:,} of {requested:,} requests"
+        )
+    if summary["exitCode"] not in (0, None):
+        found.append(f"the server exited with code {summary['exitCode']}")
+    return found
+
+
 ROWS: list[tuple[str, str, str, Any]] = [
     ("completion requests sent", "sent", "", None),
+    ("  answered (result or our cancel) / not", "notAnswered", "… / 0", lambda v: v == 0),
     ("  served (answered with a result)", "served", "", None),
     ("  with ghost text", "withText", "", None),
     ("  $/cancelRequest sent / answered cancelled", "cancelAsked", "", None),
-    ("  errors (not RequestCancelled)", "errors", "0", lambda v: v == 0),
+    ("  errors, client side included", "errors", "0", lambda v: v == 0),
     ("  timeouts (no answer in 10 s)", "timeouts", "0", lambda v: v == 0),
     ("latency p50 / p95 / max, served (ms)", "p50Ms", "", None),
     ("  p95 last window / first window", "p95DriftRatio", "", None),
@@ -941,7 +1042,10 @@ ROWS: list[tuple[str, str, str, Any]] = [
     ("server log: errors / warnings", "serverErrorsLogged", "0", lambda v: v == 0),
     ("typing time (s) / requests per second", "typingSeconds", "", None),
 ]
+ALWAYS_JUDGED = ("notAnswered", "errors", "timeouts")
+"""Rows about the requests themselves; every other target is judged only if the soak measured."""
 JOINED = {
+    "notAnswered": ("answered", "notAnswered"),
     "cancelAsked": ("cancelAsked", "cancelled"),
     "p50Ms": ("p50Ms", "p95Ms", "maxMs"),
     "accepts": ("accepts", "commandErrors"),
@@ -962,6 +1066,7 @@ JOINED = {
 COLUMNS = [
     ("requests", "requests", 8),
     ("seconds", "s", 6),
+    ("answered", "answered", 8),
     ("served", "served", 6),
     ("cancelled", "cancel", 6),
     ("errors", "errors", 6),
@@ -974,8 +1079,9 @@ COLUMNS = [
     ("fds", "fds", 3),
     ("tcp", "tcp", 3),
 ]
-"""Per window: requests answered with ghost text, upstream completions started, upstream
-streams still open at the window's end, and the server's memory, fds and TCP sockets."""
+"""Per window: requests answered, served, cancelled, failed and answered with ghost text,
+upstream completions started, upstream streams still open at the window's end, and the
+server's memory, fds and TCP sockets."""
 
 
 def shown(summary: dict[str, Any], key: str) -> str:
@@ -992,11 +1098,15 @@ def single(summary: dict[str, Any], key: str) -> str:
     return str(value)
 
 
-def table(summary: dict[str, Any]) -> str:
+def table(summary: dict[str, Any], measured: bool) -> str:
+    """The figures beside their targets; unless the soak `measured`, only the rows about the
+    requests themselves are judged, the rest say n/a."""
     lines = [f"{'':46} {'measured':>20}  {'target':<6} met"]
     for label, key, target, check in ROWS:
         value = summary.get(key)
         met = "" if check is None or value is None else ("yes" if check(value) else "NO")
+        if met and not measured and key not in ALWAYS_JUDGED:
+            met = "n/a"
         lines.append(f"{label:46} {shown(summary, key):>20}  {target:<6} {met}")
     lines.append("")
     lines.append(" ".join(f"{title:>{width}}" for _, title, width in COLUMNS))
@@ -1010,7 +1120,7 @@ def table(summary: dict[str, Any]) -> str:
 
 
 def notes(summary: dict[str, Any], result: dict[str, Any]) -> list[str]:
-    """Failures, messages shown and error kinds, said plainly rather than failing the run."""
+    """Failures, messages shown and error kinds, in full (the exit status sums them up)."""
     found = [f"failure: {summary['failure']}"] if summary["failure"] else []
     if summary["truncated"]:
         found.append(f"stopped at the time limit ({MIN_RATE:g} requests/s): truncated")
@@ -1033,29 +1143,39 @@ def notes(summary: dict[str, Any], result: dict[str, Any]) -> list[str]:
     return found
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument(
         "--requests", type=int, help=f"completion requests (default {FULL_REQUESTS:,})"
     )
-    parser.add_argument(
+    scales = parser.add_mutually_exclusive_group()
+    scales.add_argument(
         "--quick", action="store_true", help=f"{QUICK_REQUESTS:,} requests, about a minute"
     )
+    scales.add_argument(
+        "--tiny",
+        action="store_true",
+        help=f"a warm-up of {TINY_WARMUP} and {TINY_REQUESTS} requests: checks, not figures",
+    )
+    parser.add_argument("--output", type=Path, default=RESULTS, help="where the JSON goes")
     arguments = parser.parse_args()
-    requests = arguments.requests or (QUICK_REQUESTS if arguments.quick else FULL_REQUESTS)
+    default = TINY_REQUESTS if arguments.tiny else QUICK_REQUESTS if arguments.quick else None
+    requests = arguments.requests or default or FULL_REQUESTS
+    warmup = TINY_WARMUP if arguments.tiny else WARMUP
     window = min(WINDOW, max(requests // 10, 1))
     sys.setswitchinterval(SWITCH_INTERVAL)
     started = time.perf_counter()
-    result = asyncio.run(soak(requests, window))
+    result = asyncio.run(soak(requests, window, warmup))
     seconds = time.perf_counter() - started
     summary = summarise(result, seconds)
+    missed = shortfalls(summary, requests)
     found = notes(summary, result)
     logged = [line.decode(errors="replace").rstrip() for line in result.get("stderr", [])]
     report = {
         "python": sys.version.split()[0],
         "requests": requests,
         "window": window,
-        "warmup": WARMUP,
+        "warmup": warmup,
         "seed": SEED,
         "settings": {
             "typists": TYPISTS,
@@ -1065,6 +1185,8 @@ def main() -> None:
             "cancelChance": CANCEL_CHANCE,
             "faultChance": FAULT_CHANCE,
         },
+        "measured": not missed,
+        "shortfalls": missed,
         "summary": summary,
         "upstream": result["upstream"],
         "serverStatsStart": result.get("statsStart"),
@@ -1079,13 +1201,16 @@ def main() -> None:
         ],
         "stderrTail": logged[-20:] if summary["failure"] else [],
     }
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    print(table(summary))
+    arguments.output.parent.mkdir(parents=True, exist_ok=True)
+    arguments.output.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    print(table(summary, measured=not missed))
     for note in found:
         print(f"note: {note}")
-    print(f"\n{seconds:.0f} s in all; wrote {RESULTS.relative_to(ROOT)}")
+    print(f"\n{seconds:.0f} s in all; wrote {arguments.output}")
+    for reason in missed:
+        print(f"soak: not measuring: {reason}", file=sys.stderr)
+    return 1 if missed else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

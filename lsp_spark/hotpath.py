@@ -105,10 +105,9 @@ class HotPath:
         return len(self._running)
 
     def take(self, message: dict[str, Any]) -> bool:
+        if not self._server.protocol.running:
+            return False  # SparkProtocol applies the lifecycle to everything else
         method = message.get("method")
-        protocol = self._server.protocol
-        if protocol._shutdown:
-            return False
         params = message.get("params")
         if "id" not in message:
             if method == types.TEXT_DOCUMENT_DID_CHANGE:
@@ -167,18 +166,28 @@ class HotPath:
         else:
             self._send(msg_id, "result", result)
         finally:
-            self._running.pop(msg_id, None)
+            # A newer request under the same id (a client reusing ids) keeps its entry.
+            if self._running.get(msg_id) is asyncio.current_task():
+                del self._running[msg_id]
 
     def _respond(self, msg_id: Any, result: dict[str, Any]) -> None:
         self._send(msg_id, "result", result)
 
     def _send(self, msg_id: Any, key: str, value: dict[str, Any]) -> None:
         """Framed and written here: pygls' sender also formats a log line and inspects the
-        writer's result on every message. (ASCII JSON: its length in bytes is its length.)"""
-        writer = self._server.protocol.writer
+        writer's result on every message. (ASCII JSON: its length in bytes is its length.)
+        An answer JSON cannot carry goes to the protocol's sender, which answers the request
+        with an InternalError instead."""
+        protocol = self._server.protocol
+        writer = protocol.writer
         if writer is None:
             return
-        body = json.dumps({"jsonrpc": "2.0", "id": msg_id, key: value}, separators=(",", ":"))
+        answer = {"jsonrpc": "2.0", "id": msg_id, key: value}
+        try:
+            body = json.dumps(answer, separators=(",", ":"), allow_nan=False)
+        except (TypeError, ValueError, RecursionError):
+            protocol._send_data(answer)
+            return
         writer.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body.encode()))
 
     def _cancel(self, params: Any) -> bool:

@@ -54,6 +54,7 @@ BACKEND_SETTINGS = (
     "local_model_path",
     "local_threads",
     "request_timeout_ms",
+    "actions_timeout_ms",
 )
 
 
@@ -248,7 +249,11 @@ class CompletionEngine:
                     )
         except BackendError as failure:
             log.info("preparing the %s backend: %s", backend.name, failure)
-            if failure.kind in (FailureKind.MISCONFIGURED, FailureKind.AUTH):
+            if failure.kind in (
+                FailureKind.MISCONFIGURED,
+                FailureKind.AUTH,
+                FailureKind.NOT_AN_API,
+            ):
                 self._fail(failure)
 
     def recall(self, document: Document, row: int, column: int) -> Suggestion | None:
@@ -637,12 +642,15 @@ class CompletionEngine:
             message = f"lsp-spark: {failure.args[0]} Waiting before asking again."
         else:
             # One dropped stream costs nothing: the next keystroke asks again. Failures in a
-            # row back off exponentially and are told once.
+            # row back off exponentially and are told once. A request cut at its deadline
+            # kept the user waiting, and a base URL that is not the API will not change by
+            # retrying: both are told at once.
             low, high = UNAVAILABLE_BACKOFF
             self._unavailable_streak += 1
-            if self._unavailable_streak == 1:
+            if self._unavailable_streak > 1:
+                self._paused_until = now + min(high, low * 2 ** (self._unavailable_streak - 2))
+            elif failure.kind not in (FailureKind.TIMED_OUT, FailureKind.NOT_AN_API):
                 return
-            self._paused_until = now + min(high, low * 2 ** (self._unavailable_streak - 2))
             message = f"lsp-spark: {failure.args[0]} Retrying with backoff."
         self.notifier.tell(failure.kind.value, message)
 

@@ -5,16 +5,31 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import gc
+import json
 import logging
-from collections.abc import Callable, Coroutine
+import re
+from collections.abc import Callable, Coroutine, Generator
 from pathlib import Path
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple, NoReturn
 
+from cattrs import transform_error
+from cattrs.errors import BaseValidationError
 from lsprotocol import types
 from pygls.capabilities import get_capability
-from pygls.exceptions import JsonRpcException
+from pygls.exceptions import (
+    JsonRpcException,
+    JsonRpcInternalError,
+    JsonRpcInvalidParams,
+    JsonRpcInvalidRequest,
+    JsonRpcServerNotInitialized,
+)
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
+from pygls.protocol.json_rpc import (
+    JsonRPCNotification,
+    JsonRPCRequestMessage,
+    JsonRPCResponseMessage,
+)
 from pygls.uris import to_fs_path
 
 from lsp_spark import __version__, settings
@@ -66,8 +81,13 @@ class Cursor(NamedTuple):
     """The cursor as an LSP position in the negotiated encoding, clamped to the document."""
 
 
-UNREADABLE = object()
-"""A request whose params could not be read; it has been answered with an error already."""
+SETTLED = object()
+"""A message dealt with while being read: answered with an error, or dropped."""
+MAX_PARAMS_DEPTH = 128
+"""How deeply a message's params may nest. LSP's own structures nest a dozen levels; far
+deeper free-form values (a diagnostic's `data`, say) exhaust the recursion limit when the
+params are read or echoed in the reply, and then the request would get no answer."""
+SNAKE_CASE_STEP = re.compile(r"_([a-z])")
 WORK_DONE_TOKEN: contextvars.ContextVar[types.ProgressToken | None] = contextvars.ContextVar(
     "work_done_token", default=None
 )
@@ -75,42 +95,212 @@ WORK_DONE_TOKEN: contextvars.ContextVar[types.ProgressToken | None] = contextvar
 their arguments)."""
 
 
+def _nests_deeper_than(value: Any, limit: int) -> bool:
+    """Whether lists and objects nest more than `limit` levels in `value`: walked level by
+    level rather than recursively, so any depth the JSON parser accepts can be measured."""
+    level = [value] if type(value) is dict or type(value) is list else []
+    for _ in range(limit):
+        if not level:
+            return False
+        level = [
+            child
+            for container in level
+            for child in (container.values() if type(container) is dict else container)
+            if type(child) is dict or type(child) is list
+        ]
+    return bool(level)
+
+
+def _validation_problem(failure: BaseValidationError) -> str:
+    """What is wrong with params, in the client's field names, on one line."""
+    problems = transform_error(failure, path="$")
+    return SNAKE_CASE_STEP.sub(lambda step: step.group(1).upper(), "; ".join(problems))
+
+
 class SparkProtocol(LanguageServerProtocol):
     """Document sync goes to our own store; pygls' workspace copy would double the work.
     (Plain methods, not generators: pygls files every generator notification under a fresh
     id and never forgets it, a leak per keystroke.)
 
-    Every request gets an answer: pygls drops a request whose params fail to deserialize
-    without replying, which would leave the editor waiting forever.
+    The lifecycle is the spec's, for every message, whichever path serves it: before
+    `initialize` only `initialize` and `exit` are taken, `initialize` only once, and after
+    `shutdown` only `exit`. The keystroke shortcut (`HotPath`) serves nothing unless the
+    server is `running`, so every message outside that state is read here.
+
+    Every request gets exactly one answer: pygls drops a request whose params fail to
+    deserialize, and one whose result cannot be written as JSON, without replying, which
+    would leave the editor waiting forever.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.cancel_hooks: dict[Any, Callable[[], object]] = {}
         """Per request id, what stops the work a `$/cancelRequest` for it should stop."""
+        self.running = False
+        """Between the answer to `initialize` and a `shutdown` request: the only time
+        anything but `exit` is served."""
+        self.shutdown_requested = False
 
     def structure_message(self, data: dict[str, Any]) -> Any:
-        is_request = "jsonrpc" in data and "method" in data and "id" in data
-        if is_request and "params" not in data:
-            data = {**data, "params": None}
+        """The typed message, or SETTLED for one the lifecycle rules out or whose params
+        cannot be read. pygls' own reader (TCP) passes every nested object through here too,
+        and those have no `jsonrpc` member."""
+        if "jsonrpc" not in data:
+            return data
+        method = data.get("method")
+        if method is not None:
+            if not self._admitted(method, data):
+                return SETTLED
+            if "id" in data and "params" not in data:
+                data = {**data, "params": None}
+            if _nests_deeper_than(data.get("params"), MAX_PARAMS_DEPTH):
+                problem = f"params nest more than {MAX_PARAMS_DEPTH} levels deep"
+                return self._refuse(data, JsonRpcInvalidParams(problem))
         try:
-            return super().structure_message(data)
-        except JsonRpcException as error:
-            if not is_request:
-                raise
-            log.warning("invalid params for %s", data.get("method"))
+            return self._converter.structure(data, self._message_type(data))
+        except BaseValidationError as failure:
+            problem = f"invalid params: {_validation_problem(failure)}"
+            return self._refuse(data, JsonRpcInvalidParams(problem))
+        except Exception as failure:
+            log.debug("reading %s failed", method, exc_info=failure)
+            problem = f"unreadable message: {type(failure).__name__}: {failure}"
+            return self._refuse(data, JsonRpcInternalError(problem))
+
+    def _admitted(self, method: str, data: dict[str, Any]) -> bool:
+        """Whether the lifecycle lets this message through; if not, it is refused here."""
+        if self.running:
+            if method != types.INITIALIZE or "id" not in data:
+                return True
+            error: JsonRpcException = JsonRpcInvalidRequest("initialize may only be sent once")
+        elif method == types.EXIT:
+            return True
+        elif self.shutdown_requested:
+            error = JsonRpcInvalidRequest("the server is shutting down: only exit is accepted")
+        elif method == types.INITIALIZE:
+            return True
+        else:
+            error = JsonRpcServerNotInitialized("the server is not initialized yet")
+        self._refuse(data, error)
+        return False
+
+    def _refuse(self, data: dict[str, Any], error: JsonRpcException) -> object:
+        """Answer a request with `error`, fail the wait for a response that cannot be read,
+        drop a notification: one line in the log each, a traceback never."""
+        method = data.get("method")
+        if "id" not in data:
+            log.warning("ignored notification %s: %s", method, error.message)
+        elif method is None:
+            log.warning("unreadable response to request %r: %s", data["id"], error.message)
+            self._handle_response(data["id"], None, error.to_response_error())
+        else:
+            log.warning("refused request %s: %s", method, error.message)
             self._send_response(data["id"], None, error.to_response_error())
-            return UNREADABLE
+        return SETTLED
+
+    def _message_type(self, data: dict[str, Any]) -> Any:
+        """The type pygls reads a message as (its `structure_message`, which logs every
+        unreadable message with a traceback at ERROR level)."""
+        if "id" not in data:
+            return self.get_message_type(data.get("method", "")) or JsonRPCNotification
+        if "error" in data:
+            return types.ResponseErrorMessage
+        if "method" in data:
+            return self.get_message_type(data["method"]) or JsonRPCRequestMessage
+        return self._result_types.pop(data["id"], None) or JsonRPCResponseMessage
 
     def handle_message(self, message: Any) -> None:
-        if message is not UNREADABLE:
+        if message is not SETTLED:
             super().handle_message(message)
+
+    def _send_data(self, data: Any) -> None:
+        """Strict JSON (no NaN), and for a response that cannot be written as JSON an
+        InternalError for its id instead: pygls logs the failure and sends nothing."""
+        writer = self.writer
+        if not data or writer is None:  # no writer: after `exit`
+            return
+        try:
+            body = json.dumps(data, default=self._serialize_message, allow_nan=False)
+        except Exception as failure:
+            unsendable = self._unsendable_answer(data, failure)
+            if unsendable is None:
+                return
+            body = unsendable
+        try:
+            writer.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body.encode()))
+        except BrokenPipeError:
+            raise
+        except Exception:
+            log.exception("sending a message failed")
+
+    def _unsendable_answer(self, data: Any, failure: Exception) -> str | None:
+        """The InternalError that replaces a response JSON cannot carry; None for a
+        request or notification of ours, which has no one waiting on this side."""
+        if isinstance(data, dict):
+            message_id, is_response = data.get("id"), "method" not in data
+        else:
+            message_id, is_response = getattr(data, "id", None), not hasattr(data, "method")
+        if not is_response or message_id is None:
+            log.error("a message could not be written as JSON", exc_info=failure)
+            return None
+        log.error("the answer to request %r could not be written as JSON", message_id)
+        log.debug("writing the answer to request %r failed", message_id, exc_info=failure)
+        message = f"the answer could not be written as JSON: {type(failure).__name__}: {failure}"
+        error = {"code": JsonRpcInternalError.CODE, "message": message}
+        return json.dumps({"jsonrpc": "2.0", "id": message_id, "error": error})
+
+    def _run_generator(
+        self, future: Any, *, gen: Generator[Any, Any, Any], result_future: Any
+    ) -> None:
+        """pygls' next step of a generator handler reads the result of the handler it
+        yielded to; when that was cancelled (a handler still running at `exit`), reading it
+        raises CancelledError out of a loop callback, logged as an error with a traceback.
+        The request is cancelled instead."""
+        if future is not None and future.cancelled():
+            result_future.cancel()
+            return
+        super()._run_generator(future, gen=gen, result_future=result_future)
+
+    def _send_handler_result(self, future: Any, *, msg_id: Any) -> None:
+        """pygls forgets a request by its id once it is answered: when a client reuses the
+        id of a request still running, the older one's answer would forget the newer one,
+        and a `$/cancelRequest` for that id would then find nothing to cancel."""
+        newer = self._request_futures.get(msg_id)
+        super()._send_handler_result(future, msg_id=msg_id)
+        if newer is not None and newer is not future:
+            self._request_futures[msg_id] = newer
 
     def _handle_cancel_notification(self, msg_id: Any) -> None:
         """pygls cancels a command's request but not the coroutine the command runs in."""
         super()._handle_cancel_notification(msg_id)
         if (cancel := self.cancel_hooks.pop(msg_id, None)) is not None:
             cancel()
+
+    @lsp_method(types.INITIALIZE)
+    def lsp_initialize(
+        self, params: types.InitializeParams
+    ) -> Generator[Any, Any, types.InitializeResult]:
+        """Running from here on: pygls answers `initialize` within this same call (our
+        handler is synchronous), so no message can arrive in between."""
+        result = yield from super().lsp_initialize(params)
+        self.running = True
+        return result
+
+    @lsp_method(types.SHUTDOWN)
+    def lsp_shutdown(self, *args: Any) -> Generator[Any, Any, None]:
+        """Shut down from the request's arrival: the handler awaits the backend's closing,
+        and requests meanwhile must already be refused."""
+        self.running, self.shutdown_requested = False, True
+        return (yield from super().lsp_shutdown(*args))
+
+    @lsp_method(types.EXIT)
+    def lsp_exit(self, *args: Any) -> NoReturn:
+        """Exit code 0 after a shutdown request, 1 without one (pygls counts a shutdown only
+        once its handler has finished, which a client that sends `exit` right after
+        `shutdown` does not wait for). Nothing is sent after `exit`: requests still running
+        are cancelled as the event loop closes, and their answers would go to a client that
+        has left, through a stdout pygls would have closed."""
+        self.writer = None
+        raise SystemExit(0 if self.shutdown_requested else 1)
 
     @lsp_method(types.WORKSPACE_EXECUTE_COMMAND)
     def lsp_workspace__execute_command(self, params: types.ExecuteCommandParams) -> Any:
@@ -134,6 +324,8 @@ class SparkProtocol(LanguageServerProtocol):
 
 
 class SparkServer(LanguageServer):
+    protocol: SparkProtocol
+
     def __init__(self) -> None:
         super().__init__("lsp-spark", __version__, protocol_cls=SparkProtocol)
         self.files = Workspace()
@@ -169,17 +361,20 @@ class SparkServer(LanguageServer):
     async def run_command(self, request: ActionRequest | None) -> dict[str, Any]:
         """Compute an action's edit and have the client apply it; a $/cancelRequest for the
         command cancels the work (and so the model's stream)."""
-        protocol = cast(SparkProtocol, self.protocol)
-        request_id = protocol.msg_id
+        hooks = self.protocol.cancel_hooks
+        request_id = self.protocol.msg_id
         task = asyncio.current_task()
-        if request_id is not None and task is not None:
-            protocol.cancel_hooks[request_id] = task.cancel
+        cancel = task.cancel if request_id is not None and task is not None else None
+        if cancel is not None:
+            hooks[request_id] = cancel
         try:
             outcome, applied = await self.actions.run_and_apply(
                 request, self.reporter(WORK_DONE_TOKEN.get()), self.apply_edit
             )
         finally:
-            protocol.cancel_hooks.pop(request_id, None)
+            # A newer request under the same id (a client reusing ids) has its own hook.
+            if cancel is not None and hooks.get(request_id) is cancel:
+                del hooks[request_id]
         self.tell(outcome)
         return {"applied": applied, "message": outcome.message}
 

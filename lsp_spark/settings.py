@@ -76,7 +76,9 @@ class Settings(BaseModel):
     prefetch: bool = True
     supersede: bool = True
     completion_deadline_ms: int = Field(default=350, ge=10, le=10000)
-    request_timeout_ms: int = Field(default=8000, ge=100, le=120000)
+    request_timeout_ms: int = Field(
+        default=8000, ge=100, le=120000, description="Bounds a whole completion request."
+    )
     context_tokens: int | None = Field(
         default=None, ge=64, le=100000, description="Prompt budget; defaults per backend."
     )
@@ -95,6 +97,13 @@ class Settings(BaseModel):
         "model for harder work, a fast one for ghost text.",
     )
     actions_max_tokens: int = Field(default=4096, ge=64, le=32768)
+    actions_timeout_ms: int = Field(
+        default=120000,
+        ge=1000,
+        le=600000,
+        description="Bounds a whole code action or review answer (a long edit streams for "
+        "longer than a completion may take).",
+    )
     security_review: bool = Field(
         default=False, description="Review changed functions on save or pause for security flaws."
     )

@@ -41,21 +41,31 @@ CHUNK = 64 * 1024
 """Bytes read at a time from a stdin the event loop cannot watch (a regular file)."""
 CONTENT_LENGTH = re.compile(rb"Content-Length:[ \t]*(\d+)", re.IGNORECASE)
 CANCEL_REQUEST = "$/cancelRequest"
+JSON_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*(?:"|\\?\Z)|[\[\]{}]', re.DOTALL)
+"""A JSON string (one left open runs to the end: no scan starts over inside it), or a
+bracket outside strings."""
+MEMBER_VALUE = re.compile(rb"\s*:")
+"""What follows a string that names a member rather than being a value."""
+ID_VALUE = re.compile(rb'\s*:\s*("(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)')
+"""After a member's name: its value, when that is a string or a number."""
+OPENING, CLOSING = (b"{", b"["), (b"}", b"]")
+NO_ID = object()
 
 Shortcut = Callable[[dict[str, Any]], bool]
 """Handles a well-formed message itself, or says it did not (the hot path)."""
 
 
 def serve_stdio(server: LanguageServer, shortcut: Shortcut | None = None) -> None:
-    """Run `server` over this process's stdin and stdout until the client exits; messages
-    `shortcut` takes never reach pygls."""
+    """Run `server` over this process's stdin and stdout until the client closes stdin or
+    sends `exit`; messages `shortcut` takes never reach pygls. The SystemExit that `exit`
+    raises carries on, so the process exits with the code the LSP spec asks for."""
     server._stop_event = threading.Event()
     server.protocol.set_writer(StdoutWriter(sys.stdout.buffer))
     try:
         asyncio.run(_serve(server, sys.stdin.buffer, shortcut))
     except BrokenPipeError:
         log.error("the client closed the connection")
-    except (KeyboardInterrupt, SystemExit):
+    except KeyboardInterrupt:
         pass
     finally:
         server.shutdown()
@@ -171,8 +181,11 @@ def dispatch(protocol: JsonRPCProtocol, body: bytes, shortcut: Shortcut | None =
     deserves. True when it is settled already: nothing was left to run on the loop."""
     try:
         data = json.loads(body)
-    except (ValueError, RecursionError):
+    except ValueError:
         _answer_error(protocol, None, JsonRpcParseError())
+        return True
+    except RecursionError:
+        _answer_too_deep(protocol, body)
         return True
     problem, message_id = _envelope_problem(data)
     if problem is not None:
@@ -217,6 +230,40 @@ def _envelope_problem(data: Any) -> tuple[str | None, Any]:
     if "method" not in data and "id" not in data:
         return "neither a request, a notification nor a response", None
     return None, message_id
+
+
+def _answer_too_deep(protocol: JsonRPCProtocol, body: bytes) -> None:
+    """JSON nested too deeply for the parser is still JSON, and a request in it still waits
+    for an answer: its id is looked for at the top level, and a message without one is a
+    notification, dropped."""
+    message_id = _top_level_id(body)
+    if message_id is NO_ID:
+        log.warning("ignoring a message nested too deeply to read")
+        return
+    log.warning("refusing request %r: nested too deeply to read", message_id)
+    _answer_error(protocol, message_id, JsonRpcInvalidRequest("nested too deeply to read"))
+
+
+def _top_level_id(body: bytes) -> Any:
+    """The `id` member of a JSON object, found by a scan for strings and brackets that
+    keeps only a count of the open ones; NO_ID when the object has none, None when its value
+    is not a valid id (JSON-RPC answers an id it cannot read with null)."""
+    depth = 0
+    for token in JSON_TOKEN.finditer(body):
+        text = token.group()
+        if text in OPENING:
+            depth += 1
+        elif text in CLOSING:
+            depth -= 1
+        elif depth == 1 and text == b'"id"' and MEMBER_VALUE.match(body, token.end()):
+            value = ID_VALUE.match(body, token.end())
+            try:
+                message_id = json.loads(value.group(1)) if value is not None else None
+            except ValueError:
+                return None
+            valid = isinstance(message_id, str | int) and not isinstance(message_id, bool)
+            return message_id if valid else None
+    return NO_ID
 
 
 def _answer_error(protocol: JsonRPCProtocol, message_id: Any, error: JsonRpcException) -> None:

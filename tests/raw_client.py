@@ -9,7 +9,7 @@ import os
 import selectors
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from tests.conftest import SERVER_COMMAND, SERVER_ENV
@@ -80,6 +80,23 @@ class RawClient:
 
         Requests from the server are refused (MethodNotFound) so that it never waits on us.
         """
+        return self.read_until(
+            lambda message: message.get("id") == request_id and "method" not in message,
+            f"response to request {request_id!r}",
+            timeout,
+            refuse_requests=True,
+        )
+
+    def read_until(
+        self,
+        wanted: Callable[[dict[str, Any]], bool],
+        what: str,
+        timeout: float = 10.0,
+        refuse_requests: bool = False,
+    ) -> list[dict[str, Any]]:
+        """Everything the server sent up to and including the first message `wanted` accepts
+        (`what` names it in the error when none comes); requests from the server are left
+        for the caller to answer unless `refuse_requests`."""
         deadline = time.monotonic() + timeout
         seen: list[dict[str, Any]] = []
         while time.monotonic() < deadline:
@@ -89,7 +106,7 @@ class RawClient:
                     raise EOFError(f"the server exited with code {self.process.returncode}")
                 continue
             seen.append(message)
-            if "method" in message and "id" in message:
+            if refuse_requests and "method" in message and "id" in message:
                 self.send(
                     {
                         "jsonrpc": "2.0",
@@ -97,9 +114,17 @@ class RawClient:
                         "error": {"code": METHOD_NOT_FOUND, "message": "not supported"},
                     }
                 )
-            elif message.get("id") == request_id and "method" not in message:
+            elif wanted(message):
                 return seen
-        raise TimeoutError(f"no response to request {request_id!r}")
+        raise TimeoutError(f"no {what}")
+
+    def read_to_end(self, timeout: float = 10.0) -> list[dict[str, Any]]:
+        """Every message the server sends until it closes its stdout (as it exits)."""
+        deadline = time.monotonic() + timeout
+        seen: list[dict[str, Any]] = []
+        while (message := self._next(deadline - time.monotonic())) is not None:
+            seen.append(message)
+        return seen
 
     def rss_mib(self) -> float:
         """The server process's resident memory."""

@@ -150,7 +150,7 @@ async def test_auto_picks_cerebras_with_a_key_and_accepts_a_v1_base_url() -> Non
     )
     try:
         assert backend.name == "cerebras"
-        assert str(backend._client.base_url).rstrip("/") == "http://127.0.0.1:9"
+        assert str(backend._http.base_url).rstrip("/") == "http://127.0.0.1:9"
     finally:
         await backend.aclose()
 

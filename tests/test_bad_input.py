@@ -13,7 +13,7 @@ import itertools
 import re
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -283,11 +283,15 @@ class Spark:
     def log_size(self) -> int:
         return self.log.stat().st_size if self.log.exists() else 0
 
-    def assert_quiet_log(self, since: int) -> None:
-        """Valid input must not make the server log errors (from byte `since` of the log on)."""
+    def logged_since(self, since: int) -> str:
+        """What the server logged from byte `since` of the log on."""
         with self.log.open("rb") as log:
             log.seek(since)
-            written = log.read().decode(errors="replace")
+            return log.read().decode(errors="replace")
+
+    def assert_quiet_log(self, since: int) -> None:
+        """Valid input must not make the server log errors (from byte `since` of the log on)."""
+        written = self.logged_since(since)
         assert "Traceback" not in written and " ERROR " not in written, written[-4000:]
 
     def close(self) -> None:
@@ -464,6 +468,46 @@ def test_changes_to_documents_never_opened_are_ignored(
     assert len(spark.model.completion_requests) == asked
     spark.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
     spark.assert_alive()
+
+
+MALFORMED_CHANGES: dict[str, Callable[[str], Any]] = {
+    "wrong-types": lambda uri: {
+        "textDocument": {"uri": uri, "version": 2},
+        "contentChanges": [
+            {
+                "range": {"start": {"line": "0", "character": 0}, "end": {"line": 0}},
+                "text": 5,
+            }
+        ],
+    },
+    "changes-not-a-list": lambda uri: {
+        "textDocument": {"uri": uri, "version": 2},
+        "contentChanges": {"text": "y = 2\n"},
+    },
+    "no-document": lambda uri: {"contentChanges": [{"text": "y = 2\n"}]},
+    "null-params": lambda uri: None,
+    "never-opened": lambda uri: {
+        "textDocument": {"uri": uri + ".never-opened", "version": 2},
+        "contentChanges": [{"text": "y = 2\n"}],
+    },
+}
+
+
+@pytest.mark.parametrize("case", MALFORMED_CHANGES)
+def test_a_malformed_change_logs_one_warning_line_and_changes_nothing(
+    spark: Spark, case: str
+) -> None:
+    """What was wrong, on one line; a traceback (for pygls' params reader, several KB at
+    ERROR level each time) would bury the log of a client that keeps sending them."""
+    text = "x = 1\n"
+    uri = spark.open(text)
+    spark.assert_alive()
+    logged = spark.log_size()
+    spark.notify("textDocument/didChange", MALFORMED_CHANGES[case](uri))
+    spark.assert_alive()
+    written = spark.logged_since(logged).splitlines()
+    assert len(written) == 1 and " WARNING " in written[0], written
+    assert spark.server_text(uri, text) == text
 
 
 def mutated(data: st.DataObject, value: Any) -> Any:

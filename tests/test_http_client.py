@@ -4,6 +4,7 @@ server, and small servers that close, terminate TLS or act as a proxy in front o
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import json
 import ssl
@@ -13,7 +14,7 @@ import pytest
 import trustme
 
 from lsp_spark.backends import BackendError, FailureKind
-from lsp_spark.backends.http import EventStreamClient
+from lsp_spark.backends.http import ApiClient
 from lsp_spark.testing.cerebras_server import CerebrasTestServer
 from tests.conftest import TEST_KEY, eventually
 
@@ -22,22 +23,21 @@ BODY = {"model": "gpt-oss-120b", "messages": [{"role": "user", "content": "x"}],
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 
 
-def client(base_url: str) -> EventStreamClient:
-    return EventStreamClient(
+def client(base_url: str) -> ApiClient:
+    return ApiClient(
         base_url,
         service="loopback",
         api_key=TEST_KEY,
-        timeout=3.0,
         skip_malformed=False,
         warm_path="/v1/tcp_warming",
     )
 
 
-async def text_of(http: EventStreamClient) -> str:
+async def text_of(http: ApiClient, timeout: float = 3.0) -> str:
     return "".join(
         [
             payload["choices"][0]["delta"].get("content", "")
-            async for payload in http.events(CHAT, BODY)
+            async for payload in http.events(CHAT, BODY, timeout)
             if payload["choices"]
         ]
     )
@@ -91,7 +91,7 @@ async def test_a_stream_cut_short_closes_its_connection_and_a_spare_is_opened(
     cerebras.config.queue_replies("one two three four five six seven eight nine ten")
     http = client(cerebras.base_url)
     try:
-        async with contextlib.aclosing(http.events(CHAT, BODY)) as events:
+        async with contextlib.aclosing(http.events(CHAT, BODY, 3.0)) as events:
             async for _ in events:
                 break
         assert await eventually(cerebras, lambda: cerebras.completion_requests[0].client_hung_up)
@@ -141,18 +141,17 @@ async def test_a_stall_times_out_and_a_refused_connection_is_unavailable(
         await reader.read()
 
     async with serving(stall) as port:
-        http = EventStreamClient(
+        http = ApiClient(
             f"http://127.0.0.1:{port}",
             service="loopback",
             api_key=None,
-            timeout=0.2,
             skip_malformed=False,
             warm_path="/",
         )
         with pytest.raises(BackendError, match="timed out") as stalled:
-            await text_of(http)
+            await text_of(http, timeout=0.2)
         await http.aclose()
-    assert stalled.value.kind is FailureKind.UNAVAILABLE
+    assert stalled.value.kind is FailureKind.TIMED_OUT
     http = client(f"http://127.0.0.1:{port}")
     with pytest.raises(BackendError, match="Cannot reach") as refused:
         await text_of(http)
@@ -257,3 +256,55 @@ async def test_error_payloads_and_statuses_keep_their_meaning(
         await text_of(http)
     assert missing.value.kind is FailureKind.BAD_RESPONSE
     await http.aclose()
+
+
+async def test_credentials_in_the_proxy_url_authenticate_both_proxy_forms(
+    cerebras: CerebrasTestServer, authority: trustme.CA, monkeypatch: pytest.MonkeyPatch, tmp_path
+) -> None:
+    """An authenticating proxy answers 407 to a request without `Proxy-Authorization`; the
+    credentials in HTTPS_PROXY / HTTP_PROXY (percent-encoded) go with the tunnel's CONNECT
+    and with every plain-HTTP request, and never to the origin."""
+    bundle = tmp_path / "ca.pem"
+    authority.cert_pem.write_to_path(str(bundle))
+    expected = b"Basic " + base64.b64encode(b"alice:p@ss word")
+
+    async def proxy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        fields = dict(line.split(b": ", 1) for line in head.split(b"\r\n")[1:] if b": " in line)
+        method, target, _ = head.split(b"\r\n", 1)[0].split(b" ")
+        if fields.get(b"proxy-authorization") != expected:
+            writer.write(b"HTTP/1.1 407 Proxy Authentication Required\r\ncontent-length: 0\r\n\r\n")
+            await writer.drain()
+            writer.close()
+            return
+        if method == b"CONNECT":
+            writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+            await splice(reader, writer, int(target.rsplit(b":", 1)[1]))
+            return
+        # Proxy-Authorization is for the proxy alone: it does not pass it on.
+        forwarded = b"\r\n".join(
+            line for line in head.split(b"\r\n") if not line.startswith(b"proxy-authorization")
+        )
+        origin = b"/" + target.split(b"/", 3)[3]
+        await splice(reader, writer, cerebras.port, forwarded.replace(target, origin, 1))
+
+    for name in ("NO_PROXY", "no_proxy", "HTTP_PROXY", "http_proxy", "https_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("SSL_CERT_FILE", str(bundle))
+    async with tls_in_front_of(cerebras, authority) as tls_port, serving(proxy) as proxy_port:
+        for credentials in ("", "alice:p%40ss%20word@"):
+            proxy_url = f"http://{credentials}127.0.0.1:{proxy_port}"
+            monkeypatch.setenv("HTTPS_PROXY", proxy_url)
+            monkeypatch.setenv("HTTP_PROXY", proxy_url)
+            for base_url in (f"https://127.0.0.1:{tls_port}", cerebras.base_url):
+                cerebras.config.queue_replies("via proxy")
+                http = client(base_url)
+                try:
+                    if credentials:
+                        assert await text_of(http) == "via proxy"
+                    else:
+                        with pytest.raises(BackendError, match=r"credentials \(407\)"):
+                            await text_of(http)
+                finally:
+                    await http.aclose()
+    assert all("proxy-authorization" not in r.headers for r in cerebras.requests)

@@ -467,7 +467,7 @@ def test_cursor_inside_a_key_block() -> None:
 
 def test_a_token_split_by_the_cursor_is_still_found() -> None:
     token = S["github-token"]
-    prefix, suffix = f'client.login("{token[:12]}', f'{token[12:]}")\nclient.run()\n'
+    prefix, suffix = f'client.login("{token[:10]}', f'{token[10:]}")\nclient.run()\n'
     assert redact(prefix).counts == redact(suffix).counts == {}
     result = redact_parts(prefix, suffix)
     assert result.parts == (f'client.login("{p("github-token")}', '")\nclient.run()\n')
@@ -510,6 +510,86 @@ def test_tally_sums_counts_for_stats() -> None:
     tally.add({"password": 2, "jwt": 1})
     assert tally.snapshot() == {"jwt": 1, "password": 3}
     assert (tally.total, tally.prompts) == (4, 2)
+
+
+# --- Tokens being typed ---------------------------------------------------------------
+
+JWT_HEADER = S["jwt"][: S["jwt"].index(".") + 1]
+
+# (kind, prefix, characters after it from which the token is redacted, token)
+TYPED = [
+    ("aws-access-key", "AKIA", 8, S["aws-access-key"]),
+    ("aws-access-key", "ASIA", 8, S["aws-temporary-key"]),
+    ("github-token", "ghp_", 8, S["github-token"]),
+    ("github-token", "github_pat_", 8, S["github-fine-grained"]),
+    ("gitlab-token", "glpat-", 8, S["gitlab-token"]),
+    ("slack-token", "xoxb-", 8, S["slack-token"]),
+    ("stripe-key", "sk_live_", 8, S["stripe-key"]),
+    ("stripe-key", "whsec_", 8, S["stripe-webhook-secret"]),
+    ("google-api-key", "AIza", 8, S["google-api-key"]),
+    ("openai-key", "sk-proj-", 8, S["openai-key"]),
+    ("openai-key", "sk-", 12, "sk-" + fake(ALNUM, 48, 23)),
+    ("anthropic-key", "sk-ant-api03-", 8, S["anthropic-key"]),
+    ("cerebras-key", "csk-", 8, S["cerebras-key"]),
+    ("huggingface-token", "hf_", 10, S["huggingface-token"]),
+    ("npm-token", "npm_", 8, S["npm-token"]),
+    ("pypi-token", "pypi-Ag", 8, S["pypi-token"]),
+    ("jwt", JWT_HEADER + "eyJ", 10, S["jwt"]),
+]
+
+
+@pytest.mark.parametrize(
+    ("kind", "prefix", "threshold", "token"), TYPED, ids=[row[1] for row in TYPED]
+)
+def test_a_token_typed_one_character_at_a_time_is_redacted_from_its_threshold(
+    kind: str, prefix: str, threshold: int, token: str
+) -> None:
+    """A completion request goes out on nearly every keystroke: from `threshold`
+    characters after the prefix on, the token is gone from each one."""
+    above = "import client\n\nconn = client.connect(\n"
+    below = "\n)\nconn.run()\n"
+    assert token.startswith(prefix)
+    first_hidden = len(prefix) + threshold
+    for typed in range(len(token) + 1):
+        before, after = f'{above}    "{token[:typed]}', f'"{below}'
+        sent = redact_parts(before, after).parts
+        assert "".join(sent) == redact(before + after).text
+        assert token[:first_hidden] not in "".join(sent)
+        if typed >= first_hidden:
+            assert sent == (f'{above}    "{p(kind)}', after), typed
+        else:
+            assert sent == (before, after), typed
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "pip install sk-learn scikit-learn",
+        '<div class="sk-circle12 sk-child"></div>',
+        "from huggingface_hub import hf_hub_download",
+        "hf_AutoModel = transformers.AutoModel",
+        'cache = os.environ["npm_config_cache"]',
+        "echo $npm_lifecycle_event $npm_package_version",
+        "docker run -p 8080:8080 pypiserver/pypi-server:latest run",
+        'PATTERN = re.compile(r"ghp_[A-Za-z0-9]{36}|github_pat_[A-Za-z0-9_]{82}")',
+        'if token.startswith(("ghp_", "gho_", "ghs_", "github_pat_")):',
+        "ghs_username = 'octocat'",
+        'EXAMPLE = "ghp_xxxxxxxxxxxxxxxx"',
+        "def sk_test_fixtures():",
+        '<section class="csk-dashboard">',
+        'slack.WebClient("xoxb-your-bot-token-here")',
+        "GITLAB = 'glpat-xxxxxxxxxxxxxxxx'",
+        "whsec_placeholder = None",
+        "ASIA_PACIFIC_REGIONS = ['ap-southeast-1']",
+        "model = 'sk-proj-settings'",
+        'HEADER = "' + JWT_HEADER[:-1] + '"',
+    ],
+)
+def test_names_like_a_token_being_typed_are_left_alone(text: str) -> None:
+    """A prefix followed by a name (a word, `snake_case`, kebab-case), an example of one
+    kind of character or a pattern is code, however far it is typed."""
+    for typed in range(len(text) + 1):
+        assert redact(text[:typed]).text == text[:typed]
 
 
 # --- Golden fixtures -----------------------------------------------------------------
@@ -556,6 +636,7 @@ PLAIN_CODE = st.lists(st.tuples(CODE_WORDS, PUNCTUATION), max_size=80).map(
 SECRET_PIECES = st.sampled_from(
     [
         *SECRETS.values(),
+        *(token[: len(prefix) + threshold] for _, prefix, threshold, token in TYPED),
         "password = ",
         "TOKEN=",
         "api_key: ",
@@ -772,7 +853,22 @@ def test_answers_stay_right_past_the_cache_size() -> None:
 
 
 GITHUB_TOKEN = "ghp_" + "a1B2c3D4" * 5
-TOKEN_PIECES = [GITHUB_TOKEN, "AKIAABCDEFGHIJKLMNOP", "sk-" + "x9Y8z7" * 5, *"-_\n x"]
+TOKEN_PIECES = [
+    GITHUB_TOKEN,
+    GITHUB_TOKEN[:12],
+    "ghp_",
+    "a1B2c3D4",
+    "AKIAABCDEFGHIJKLMNOP",
+    "AKIAABCDEFGH",
+    "sk-" + "x9Y8z7" * 5,
+    "sk-proj-",
+    "csk-",
+    "hf_",
+    "aBcDeFgHiJ",
+    JWT_HEADER,
+    "eyJ",
+    *"-_.\n x",
+]
 
 
 @settings(max_examples=300, deadline=None)

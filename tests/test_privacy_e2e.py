@@ -10,6 +10,7 @@ import string
 from lsp_spark.testing.cerebras_server import CerebrasTestServer
 from tests.conftest import StartSpark, cerebras_options, inline, open_document, type_text
 from tests.test_context_e2e import GEOMETRY, prompt_of
+from tests.test_privacy import SECRETS
 
 # Assembled at run time so no scanner mistakes this test for a leaked key.
 FAKE_ACCESS_KEY = "AK" + "IA" + "".join(random.Random(7).choices(string.ascii_uppercase, k=16))
@@ -68,3 +69,29 @@ async def test_a_suggestion_that_repeats_a_placeholder_is_not_shown(
     cerebras.config.queue_replies(f'"{placeholder}"')
     type_text(client, uri, 2, 1, 7, " ")
     assert (await inline(client, uri, 1, 8)).items == ()
+
+
+async def test_a_key_typed_one_character_at_a_time_never_reaches_the_upstream_request(
+    start_spark: StartSpark, cerebras: CerebrasTestServer
+) -> None:
+    """Every keystroke asks for a completion; from `csk-` and eight more characters on, what
+    is sent holds the placeholder instead of the key typed so far."""
+    key = SECRETS["cerebras-key"]
+    client = await start_spark(cerebras_options(cerebras, cache=False))
+    line = "conn = cerebras.connect("
+    uri = open_document(client, f'import cerebras\n\n{line}"")\n')
+    column = len(line) + 1
+    for typed, char in enumerate(key, start=1):
+        type_text(client, uri, typed + 1, 2, column + typed - 1, char)
+        await inline(client, uri, 2, column + typed)
+    requests = cerebras.completion_requests
+    assert len(requests) == len(key)
+    first_hidden = len("csk-") + 8
+    assert not any(key[:first_hidden].encode() in request.raw_body for request in requests)
+    # One character short of that, what was typed still goes out: the threshold is exact.
+    assert key[: first_hidden - 1].encode() in requests[first_hidden - 2].raw_body
+    placeholder = 'connect("<redacted:cerebras-key><CURSOR>")'
+    assert all(
+        placeholder in request.body["messages"][-1]["content"]
+        for request in requests[first_hidden - 1 :]
+    )

@@ -40,6 +40,7 @@ def resolve_backend_name(settings: Settings) -> str:
 def create_backend(settings: Settings) -> Backend:
     name = resolve_backend_name(settings)
     timeout = settings.request_timeout_ms / 1000
+    actions_timeout = settings.actions_timeout_ms / 1000
     if name == "cerebras":
         if not settings.api_key:
             raise BackendError(
@@ -54,6 +55,7 @@ def create_backend(settings: Settings) -> Backend:
             base_url=_root_url(settings.base_url or CEREBRAS_BASE_URL),
             reasoning_effort=settings.reasoning_effort,
             timeout=timeout,
+            actions_timeout=actions_timeout,
         )
     if name == "openai":
         from lsp_spark.backends.openai_compat import OpenAICompatibleBackend
@@ -65,6 +67,7 @@ def create_backend(settings: Settings) -> Backend:
             mode=settings.openai_mode,
             fim_template=settings.fim_template,
             timeout=timeout,
+            actions_timeout=actions_timeout,
         )
     from lsp_spark.backends.local import LocalBackend
 

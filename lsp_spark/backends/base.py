@@ -31,6 +31,10 @@ class FailureKind(enum.Enum):
     UNAVAILABLE = "unavailable"
     BAD_RESPONSE = "bad_response"
     MISCONFIGURED = "misconfigured"
+    TIMED_OUT = "timed_out"
+    """The whole request took longer than its deadline, however steadily bytes arrived."""
+    NOT_AN_API = "not_an_api"
+    """The base URL answers, but not as the API does (a web page, a different service)."""
 
 
 class BackendError(Exception):
@@ -50,6 +54,12 @@ class BackendError(Exception):
         """The HTTP status, when the failure is an HTTP answer."""
 
 
+def _count(reported: Mapping[str, Any], key: str) -> int:
+    """A token count as reported, or 0 when the backend sent something that is not one."""
+    value = reported.get(key)
+    return value if type(value) is int and value >= 0 else 0
+
+
 @dataclass(slots=True)
 class StreamUsage:
     """Token counts for the last stream, as reported by the backend when it does."""
@@ -59,9 +69,9 @@ class StreamUsage:
 
     def read(self, payload: dict[str, Any]) -> None:
         """Take the counts from an OpenAI-style stream chunk that carries them."""
-        if usage := payload.get("usage"):
-            self.prompt_tokens = usage.get("prompt_tokens") or 0
-            self.completion_tokens = usage.get("completion_tokens") or 0
+        if isinstance(usage := payload.get("usage"), dict):
+            self.prompt_tokens = _count(usage, "prompt_tokens")
+            self.completion_tokens = _count(usage, "completion_tokens")
 
 
 @dataclass(slots=True)
@@ -78,11 +88,12 @@ class ChatUsage:
 
     def record(self, reported: Mapping[str, Any]) -> None:
         """Counts in the OpenAI format; prediction counts under completion_tokens_details."""
-        self.prompt_tokens = reported.get("prompt_tokens") or 0
-        self.completion_tokens = reported.get("completion_tokens") or 0
-        details = reported.get("completion_tokens_details") or {}
-        self.accepted_prediction_tokens = details.get("accepted_prediction_tokens") or 0
-        self.rejected_prediction_tokens = details.get("rejected_prediction_tokens") or 0
+        self.prompt_tokens = _count(reported, "prompt_tokens")
+        self.completion_tokens = _count(reported, "completion_tokens")
+        details = reported.get("completion_tokens_details")
+        details = details if isinstance(details, dict) else {}
+        self.accepted_prediction_tokens = _count(details, "accepted_prediction_tokens")
+        self.rejected_prediction_tokens = _count(details, "rejected_prediction_tokens")
 
 
 Message = Mapping[str, str]

@@ -1,5 +1,8 @@
-"""Cerebras: chat-based fill-in-the-middle streamed over one warm connection; the official SDK
-for what is not per keystroke."""
+"""Cerebras: chat-based fill-in-the-middle streamed over one warm connection.
+
+Cerebras' `/v1/completions` ignores `suffix`, so fill-in-the-middle goes through a chat
+prompt; edits carry the code they rewrite as a Predicted Output.
+"""
 
 from __future__ import annotations
 
@@ -8,25 +11,14 @@ import logging
 from collections.abc import AsyncGenerator, Sequence
 from typing import Any
 
-import httpx
-from cerebras.cloud.sdk import (
-    APIConnectionError,
-    APIStatusError,
-    AsyncCerebras,
-    AuthenticationError,
-    CerebrasError,
-    RateLimitError,
-)
-
 from lsp_spark.backends.base import (
     Backend,
     BackendError,
     ChatUsage,
     CompletionRequest,
-    FailureKind,
     Message,
 )
-from lsp_spark.backends.http import EventStreamClient
+from lsp_spark.backends.http import ApiClient, delta_text, model_ids
 from lsp_spark.prompts.chat import chat_messages
 
 log = logging.getLogger(__name__)
@@ -37,44 +29,9 @@ REASONING_ALLOWANCE = {None: 0, "none": 0, "low": 160, "medium": 640, "high": 15
 # A model that does not take `prediction` answers 400 (or 422) to a request carrying one.
 PREDICTION_REFUSED = frozenset({400, 422})
 CHAT_PATH = "/v1/chat/completions"
+MODELS_PATH = "/v1/models"
 WARM_PATH = "/v1/tcp_warming"
-"""The endpoint the SDK itself warms its connection with."""
-
-
-def failure_from(error: Exception) -> BackendError:
-    """Translate SDK and transport errors into the few kinds the server acts on."""
-    if isinstance(error, BackendError):
-        return error
-    if isinstance(error, AuthenticationError):
-        return BackendError(FailureKind.AUTH, "Cerebras rejected the API key (401).")
-    if isinstance(error, RateLimitError):
-        retry_after = _retry_after(error.response)
-        return BackendError(
-            FailureKind.RATE_LIMIT, "Cerebras rate limit reached (429).", retry_after
-        )
-    if isinstance(error, APIStatusError):
-        kind = FailureKind.UNAVAILABLE if error.status_code >= 500 else FailureKind.BAD_RESPONSE
-        return BackendError(kind, f"Cerebras answered HTTP {error.status_code}.")
-    if isinstance(error, APIConnectionError | httpx.TransportError):
-        return BackendError(
-            FailureKind.UNAVAILABLE, f"Cannot reach Cerebras: {type(error).__name__}."
-        )
-    return BackendError(FailureKind.BAD_RESPONSE, f"Unexpected reply from Cerebras: {error}")
-
-
-def _retry_after(response: httpx.Response) -> float | None:
-    try:
-        return float(response.headers.get("retry-after", ""))
-    except ValueError:
-        return None
-
-
-def _delta_text(payload: dict[str, Any]) -> str:
-    choices = payload.get("choices") or []
-    if not choices:
-        return ""
-    text = (choices[0].get("delta") or {}).get("content")
-    return text if isinstance(text, str) else ""
+"""The endpoint Cerebras' own SDK warms its connection with."""
 
 
 class CerebrasBackend(Backend):
@@ -88,21 +45,16 @@ class CerebrasBackend(Backend):
         base_url: str,
         reasoning_effort: str | None = None,
         timeout: float = 8.0,
+        actions_timeout: float = 120.0,
     ) -> None:
         super().__init__(model)
         self._reasoning_effort = reasoning_effort
-        self._client = AsyncCerebras(
-            api_key=api_key,
-            base_url=base_url,
-            max_retries=0,
-            timeout=httpx.Timeout(timeout, connect=min(timeout, 3.0)),
-            warm_tcp_connection=False,
-        )
-        self._http = EventStreamClient(
+        self._timeout = timeout
+        self._actions_timeout = actions_timeout
+        self._http = ApiClient(
             base_url,
             service="Cerebras",
             api_key=api_key,
-            timeout=timeout,
             skip_malformed=False,
             warm_path=WARM_PATH,
         )
@@ -122,10 +74,10 @@ class CerebrasBackend(Backend):
             body["stop"] = list(request.stop[:MAX_STOP_SEQUENCES])
         if self._reasoning_effort:
             body["reasoning_effort"] = self._reasoning_effort
-        async with contextlib.aclosing(self._http.events(CHAT_PATH, body)) as events:
+        async with contextlib.aclosing(self._http.events(CHAT_PATH, body, self._timeout)) as events:
             async for payload in events:
                 self.last_usage.read(payload)
-                if text := _delta_text(payload):
+                if text := delta_text(payload):
                     yield text
 
     async def chat(
@@ -170,11 +122,12 @@ class CerebrasBackend(Backend):
             return
 
     async def _chat(self, body: dict[str, Any], usage: ChatUsage) -> AsyncGenerator[str, None]:
-        async with contextlib.aclosing(self._http.events(CHAT_PATH, body)) as events:
+        events = self._http.events(CHAT_PATH, body, self._actions_timeout)
+        async with contextlib.aclosing(events):
             async for payload in events:
-                if reported := payload.get("usage"):
+                if isinstance(reported := payload.get("usage"), dict):
                     usage.record(reported)
-                if text := _delta_text(payload):
+                if text := delta_text(payload):
                     yield text
 
     @property
@@ -186,12 +139,7 @@ class CerebrasBackend(Backend):
         await self._http.warm()
 
     async def list_models(self) -> list[str]:
-        try:
-            page = await self._client.models.list()
-        except (CerebrasError, httpx.HTTPError) as error:
-            raise failure_from(error) from None
-        return [model.id for model in page.data]
+        return model_ids(await self._http.get_json(MODELS_PATH, self._timeout))
 
     async def aclose(self) -> None:
         await self._http.aclose()
-        await self._client.close()

@@ -1,19 +1,25 @@
-"""The hot path to a hosted model: keep-alive HTTP/1.1 connections and a lean POST → SSE reader.
+"""The one HTTP client to a hosted model: keep-alive HTTP/1.1 connections, a lean POST → SSE
+reader, bounded GETs for JSON, and the one mapping of HTTP failures to what the server does.
 
-Per keystroke, the HTTP client was the largest cost the server paid: httpcore (h11 over anyio)
-spent about 1.6 ms of CPU per streamed completion once the process had idled between
-keystrokes, the Cerebras SDK more. Here llhttp (through httptools) parses the response in C,
-the request leaves in one write, and the stream's events are read straight from what the
-event loop received: about a third of that (`python benchmarks/bench_http.py`).
+llhttp (through httptools) parses responses in C, a request leaves in one write, and a
+stream's events are read straight from what the event loop received: on the keystroke's path
+the HTTP client is the largest cost the server pays (`python benchmarks/bench_http.py`
+compares it with the Cerebras SDK, httpx and httpcore).
 
 HTTP/1.1 rather than HTTP/2: stopping a stream early means closing its connection, so a spare
 connection is opened in the background whenever one is closed, and no keystroke waits for a
-TCP or TLS handshake. The Cerebras SDK keeps the calls that are not per keystroke.
+TCP or TLS handshake.
+
+A backend is not trusted to end what it starts: every exchange has one deadline for the whole
+of it (connect, head, body), however steadily bytes trickle in, and every response is capped
+in size, both in total and per event, so a backend that streams without end costs neither
+memory nor a request that never finishes.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import logging
 import os
@@ -21,13 +27,12 @@ import ssl
 import urllib.request
 from collections.abc import AsyncGenerator
 from typing import Any, cast
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, unquote, urlsplit
 
 import certifi
 import httptools
 
 from lsp_spark.backends.base import BackendError, FailureKind
-from lsp_spark.scheduler import Deadline
 
 log = logging.getLogger(__name__)
 
@@ -38,32 +43,53 @@ engine re-warms before that."""
 HAPPY_EYEBALLS_DELAY = 0.25
 """Seconds before an IPv4 attempt races a slow IPv6 one (RFC 8305)."""
 DEFAULT_PORTS = {"http": 80, "https": 443}
+MAX_RESPONSE_BYTES = 16 * 1024 * 1024
+"""The most a response may carry: far above the longest code action streamed with its
+per-chunk JSON overhead, far below what would strain the editor's machine."""
+MAX_EVENT_BYTES = 1024 * 1024
+"""The longest line of an event stream; one event is one chunk of a few tokens."""
 
 
-def status_failure(status: int, headers: dict[bytes, bytes], service: str) -> BackendError:
+def status_failure(status: int, retry_after: bytes | str | None, service: str) -> BackendError:
     """The few kinds of HTTP failure the server acts on differently."""
+    if status == 407:
+        return BackendError(
+            FailureKind.AUTH,
+            "The proxy asks for credentials (407): put them in the proxy's URL "
+            "(HTTPS_PROXY=http://user:password@host:port).",
+            status=status,
+        )
     if status in (401, 403):
         return BackendError(
             FailureKind.AUTH, f"{service} rejected the API key ({status}).", status=status
         )
     if status == 429:
         try:
-            retry_after: float | None = float(headers.get(b"retry-after", b"").decode())
+            wait: float | None = float(retry_after or "")
         except ValueError:
-            retry_after = None
+            wait = None
         return BackendError(
-            FailureKind.RATE_LIMIT, f"{service} rate limit reached (429).", retry_after, status
+            FailureKind.RATE_LIMIT, f"{service} rate limit reached (429).", wait, status
         )
     kind = FailureKind.UNAVAILABLE if status >= 500 else FailureKind.BAD_RESPONSE
     return BackendError(kind, f"{service} answered HTTP {status}.", status=status)
 
 
 def _proxy_for(url: str) -> str | None:
-    """Honour HTTPS_PROXY / HTTP_PROXY / NO_PROXY as httpx and the SDK would."""
+    """Honour HTTPS_PROXY / HTTP_PROXY / NO_PROXY as httpx and the SDKs would."""
     parts = urlsplit(url)
     if parts.hostname and urllib.request.proxy_bypass(parts.hostname):
         return None
     return urllib.request.getproxies().get(parts.scheme)
+
+
+def _proxy_authorization(proxy: SplitResult) -> bytes:
+    """The `proxy-authorization` header line for credentials in the proxy's URL (an
+    authenticating corporate proxy answers 407 to every request without it)."""
+    if proxy.username is None:
+        return b""
+    credentials = f"{unquote(proxy.username)}:{unquote(proxy.password or '')}"
+    return b"proxy-authorization: Basic %s\r\n" % base64.b64encode(credentials.encode())
 
 
 def _tls_context() -> ssl.SSLContext:
@@ -91,6 +117,7 @@ class _Connection(asyncio.Protocol):
         self.status = 0
         self.headers: dict[bytes, bytes] = {}
         self.body = bytearray()
+        self.body_size = 0
         self.headers_done = False
         self.complete = False
         self.keep_alive = False
@@ -99,7 +126,7 @@ class _Connection(asyncio.Protocol):
         self.failure: str | None = None
         self.waiter: asyncio.Future[None] | None = None
         self.idle_since = loop.time()
-        self._deadline = Deadline(self._expire)
+        self._timer: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)
@@ -109,7 +136,7 @@ class _Connection(asyncio.Protocol):
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserError:
-            self.failure = "MalformedResponse"
+            self.failure = self.failure or "MalformedResponse"
             self.close()
         self._wake()
 
@@ -132,6 +159,14 @@ class _Connection(asyncio.Protocol):
         self.keep_alive = self.parser.should_keep_alive()
 
     def on_body(self, body: bytes) -> None:
+        if self.failure is not None:
+            return
+        self.body_size += len(body)
+        if self.body_size > MAX_RESPONSE_BYTES:
+            self.failure = "ResponseTooLarge"
+            self.body.clear()
+            self.close()
+            return
         self.body += body
 
     def on_message_complete(self) -> None:
@@ -155,6 +190,7 @@ class _Connection(asyncio.Protocol):
     def send(self, request: bytes) -> None:
         self.status, self.headers = 0, {}
         self.body.clear()
+        self.body_size = 0
         self.headers_done = self.complete = self.received_any = False
         assert self.transport is not None
         self.transport.write(request)
@@ -164,11 +200,16 @@ class _Connection(asyncio.Protocol):
         self.body.clear()
         return data
 
-    async def progress(self, timeout: float) -> None:
-        """Wait until something arrives (or the connection ends); TimeoutError when nothing
-        has for `timeout` seconds. One timer serves every wait of an exchange: a timeout
-        scope per wait cost more than the read it guarded."""
-        self._deadline.push(self.loop.time() + timeout)
+    def expire_at(self, due: float) -> None:
+        """The moment the exchange under way is given up, whatever arrives until then."""
+        self.stop_timer()
+        self._timer = self.loop.call_at(due, self._expire)
+
+    async def progress(self) -> None:
+        """Wait until something arrives, the connection ends, or the exchange's deadline
+        passes (TimeoutError)."""
+        if self._timer is None:
+            raise TimeoutError
         self.waiter = self.loop.create_future()
         try:
             await self.waiter
@@ -176,11 +217,14 @@ class _Connection(asyncio.Protocol):
             self.waiter = None
 
     def _expire(self) -> None:
+        self._timer = None
         if self.waiter is not None and not self.waiter.done():
             self.waiter.set_exception(TimeoutError())
 
     def stop_timer(self) -> None:
-        self._deadline.cancel()
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
     def close(self) -> None:
         self.closed = True
@@ -189,12 +233,13 @@ class _Connection(asyncio.Protocol):
             self.transport.close()
 
 
-class EventStreamClient:
-    """POST a JSON body, yield the server-sent events' JSON payloads as they arrive.
+class ApiClient:
+    """One API's base URL: POST a JSON body and yield the server-sent events' JSON payloads as
+    they arrive, or GET a JSON document.
 
-    The body is read to its very end even after ``[DONE]``, so the connection can carry the
-    next request; a caller that stops early closes the connection, which is what stops the
-    tokens, and a spare is opened in the background.
+    A stream's body is read to its very end even after ``[DONE]``, so the connection can
+    carry the next request; a caller that stops early closes the connection, which is what
+    stops the tokens, and a spare is opened in the background.
     """
 
     def __init__(
@@ -203,14 +248,12 @@ class EventStreamClient:
         *,
         service: str,
         api_key: str | None,
-        timeout: float,
         skip_malformed: bool,
         warm_path: str,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self._service = service
         self._skip_malformed = skip_malformed
-        self._timeout = timeout
         self._warm_path = warm_path
         parts = urlsplit(self.base_url)
         self._scheme = parts.scheme
@@ -221,16 +264,21 @@ class EventStreamClient:
         if parts.scheme == "https":
             self._tls = _tls_context()
         authority = parts.netloc.rsplit("@", 1)[-1] or self._host
+        self.address = f"{parts.scheme}://{authority}{parts.path}"
+        """The base URL as it may be shown: without any credentials in it."""
         fields = [
             f"host: {authority}",
             "content-type: application/json",
-            "accept: text/event-stream",
+            "accept: text/event-stream, application/json",
             "user-agent: lsp-spark",
         ]
         if api_key:
             fields.append(f"authorization: Bearer {api_key}")
         self._fields = ("\r\n".join(fields) + "\r\n").encode()
         self._proxy = urlsplit(proxy) if (proxy := _proxy_for(self.base_url)) else None
+        if self._proxy is not None and self._tls is None:
+            # A plain-HTTP proxy sees every request, so each carries its credentials.
+            self._fields += _proxy_authorization(self._proxy)
         self._idle: list[_Connection] = []
         self._open: set[_Connection] = set()
         self._spare: asyncio.Task[None] | None = None
@@ -248,56 +296,114 @@ class EventStreamClient:
             content,
         )
 
-    async def events(self, path: str, body: dict[str, Any]) -> AsyncGenerator[dict[str, Any], None]:
+    async def events(
+        self, path: str, body: dict[str, Any], timeout: float
+    ) -> AsyncGenerator[dict[str, Any], None]:
+        """The stream's payloads; `timeout` bounds the whole exchange, not the gaps."""
         request = self._request("POST", path, json.dumps(body, separators=(",", ":")).encode())
-        connection = await self._exchange(request)
+        connection = await self._exchange(request, timeout)
         reusable = False
         try:
-            if connection.status != 200:
-                raise status_failure(connection.status, connection.headers, self._service)
-            pending = b""
-            done = False
+            self._check_head(connection, path)
+            pending = bytearray()
+            seen_events = done = False
             while True:
                 chunk = connection.take_body()
                 if chunk and not done:
-                    lines = (pending + chunk).split(b"\n")
-                    pending = lines.pop()
-                    data = [line[5:].strip() for line in lines if line.startswith(b"data:")]
-                    if b"[DONE]" in data:
-                        done = True
-                        del data[data.index(b"[DONE]") :]
-                    for payload in self._payloads(data):
-                        yield payload
+                    end = chunk.rfind(b"\n")
+                    if end < 0:
+                        pending += chunk
+                    else:
+                        lines = (bytes(pending) + chunk[:end] if pending else chunk[:end]).split(
+                            b"\n"
+                        )
+                        pending = bytearray(chunk[end + 1 :])
+                        data = [line[5:].strip() for line in lines if line.startswith(b"data:")]
+                        seen_events = seen_events or bool(data)
+                        if b"[DONE]" in data:
+                            done = True
+                            del data[data.index(b"[DONE]") :]
+                        for payload in self._payloads(data):
+                            yield payload
+                    if len(pending) > MAX_EVENT_BYTES:
+                        raise BackendError(
+                            FailureKind.BAD_RESPONSE,
+                            f"{self._service} sent an event longer than "
+                            f"{MAX_EVENT_BYTES // 1024} KiB.",
+                        )
                 if connection.complete:
                     break
                 await self._progress(connection)
+            if not seen_events:
+                raise self._not_the_api(connection, path, "no events")
             reusable = connection.keep_alive
         finally:
             self._release(connection, reusable)
             if not reusable and connection.status == 200 and connection.failure is None:
                 self._open_spare()
 
+    async def get_json(self, path: str, timeout: float) -> Any:
+        """A JSON document, read whole (within the size cap) before it is parsed."""
+        connection = await self._exchange(self._request("GET", path), timeout)
+        reusable = False
+        try:
+            while not connection.complete:
+                await self._progress(connection)
+            if connection.status != 200:
+                raise status_failure(
+                    connection.status, connection.headers.get(b"retry-after"), self._service
+                )
+            try:
+                document = json.loads(connection.take_body())
+            except (ValueError, RecursionError):
+                raise self._not_the_api(connection, path, "no JSON") from None
+            reusable = connection.keep_alive
+            return document
+        finally:
+            self._release(connection, reusable)
+
+    def _check_head(self, connection: _Connection, path: str) -> None:
+        if connection.status != 200:
+            raise status_failure(
+                connection.status, connection.headers.get(b"retry-after"), self._service
+            )
+        if connection.headers.get(b"content-type", b"").startswith(b"text/html"):
+            raise self._not_the_api(connection, path, "a web page")
+
+    def _not_the_api(self, connection: _Connection, path: str, what: str) -> BackendError:
+        content_type = connection.headers.get(b"content-type", b"no content type").decode("latin-1")
+        return BackendError(
+            FailureKind.NOT_AN_API,
+            f"{self._service} at {self.address} does not answer as the API does: {path} "
+            f"returned {what} ({content_type}). Check baseUrl.",
+        )
+
     def _payloads(self, data: list[bytes]) -> list[dict[str, Any]]:
         """The events' JSON payloads: what arrived together is parsed in one call."""
         if len(data) > 1:
             try:
                 batch = json.loads(b"[" + b",".join(data) + b"]")
-            except json.JSONDecodeError:
+            except (ValueError, RecursionError):
                 pass
             else:
                 return [self._checked(payload) for payload in batch if isinstance(payload, dict)]
         return [payload for item in data if (payload := self._parse(item)) is not None]
 
-    async def _exchange(self, request: bytes) -> _Connection:
-        """Send `request` and wait for the response's head. A reused connection the server
-        had closed before answering anything is replaced once by a fresh one."""
-        connection, reused = await self._acquire()
+    async def _exchange(self, request: bytes, timeout: float) -> _Connection:
+        """Send `request` and wait for the response's head, the exchange's deadline armed.
+        A reused connection the server had closed before answering anything is replaced
+        once by a fresh one."""
+        due = asyncio.get_running_loop().time() + timeout
+        connection, reused = await self._acquire(timeout)
+        connection.expire_at(due)
         connection.send(request)
         try:
             while not connection.headers_done:
                 if reused and connection.closed and not connection.received_any:
                     self._release(connection, False)
-                    connection, reused = await self._connect(), False
+                    remaining = due - connection.loop.time()
+                    connection, reused = await self._connect(remaining), False
+                    connection.expire_at(due)
                     connection.send(request)
                     continue
                 await self._progress(connection)
@@ -307,26 +413,32 @@ class EventStreamClient:
         return connection
 
     async def _progress(self, connection: _Connection) -> None:
+        if connection.failure == "ResponseTooLarge":
+            raise BackendError(
+                FailureKind.BAD_RESPONSE,
+                f"{self._service} sent more than {MAX_RESPONSE_BYTES // (1024 * 1024)} MiB.",
+            )
         if connection.failure is not None or connection.closed:
             reason = connection.failure or "ConnectionClosed"
             raise BackendError(FailureKind.UNAVAILABLE, f"Cannot reach {self._service}: {reason}.")
         try:
-            await connection.progress(self._timeout)
+            await connection.progress()
         except TimeoutError:
             raise BackendError(
-                FailureKind.UNAVAILABLE, f"{self._service} timed out: ReadTimeout."
+                FailureKind.TIMED_OUT,
+                f"{self._service} timed out before its answer was complete.",
             ) from None
 
-    async def _acquire(self) -> tuple[_Connection, bool]:
+    async def _acquire(self, timeout: float) -> tuple[_Connection, bool]:
         """An idle connection (True: reused) or a new one."""
         while self._idle:
             connection = self._idle.pop()
             if connection.usable:
                 return connection, True
             self._discard(connection)
-        return await self._connect(), False
+        return await self._connect(timeout), False
 
-    async def _connect(self) -> _Connection:
+    async def _connect(self, timeout: float) -> _Connection:
         if self._scheme not in DEFAULT_PORTS or not self._host:
             raise BackendError(
                 FailureKind.MISCONFIGURED, f"Unsupported base URL for {self._service}."
@@ -334,7 +446,7 @@ class EventStreamClient:
         loop = asyncio.get_running_loop()
         connection = _Connection(loop)
         try:
-            async with asyncio.timeout(min(self._timeout, CONNECT_TIMEOUT)):
+            async with asyncio.timeout(max(0.0, min(timeout, CONNECT_TIMEOUT))):
                 if self._proxy is not None:
                     await self._connect_through_proxy(connection)
                 else:
@@ -360,7 +472,8 @@ class EventStreamClient:
         return connection
 
     async def _connect_through_proxy(self, connection: _Connection) -> None:
-        """Through an HTTP proxy: a CONNECT tunnel for HTTPS, plain requests otherwise."""
+        """Through an HTTP proxy: a CONNECT tunnel for HTTPS, plain requests otherwise. The
+        caller's timeout bounds the whole of it."""
         loop = asyncio.get_running_loop()
         proxy = self._proxy
         assert proxy is not None
@@ -372,11 +485,18 @@ class EventStreamClient:
         if self._tls is None:
             return
         authority = f"{self._host}:{self._port}"
-        connection.send(f"CONNECT {authority} HTTP/1.1\r\nhost: {authority}\r\n\r\n".encode())
+        connection.send(
+            b"CONNECT %s HTTP/1.1\r\nhost: %s\r\n%s\r\n"
+            % (authority.encode(), authority.encode(), _proxy_authorization(proxy))
+        )
+        connection.expire_at(loop.time() + CONNECT_TIMEOUT)
         while not connection.headers_done:
             if connection.closed:
                 raise OSError("the proxy closed the connection")
-            await connection.progress(CONNECT_TIMEOUT)
+            await connection.progress()
+        connection.stop_timer()
+        if connection.status == 407:
+            raise status_failure(407, None, "The proxy")
         if connection.status != 200:
             raise OSError(f"the proxy refused the tunnel ({connection.status})")
         assert connection.transport is not None
@@ -410,7 +530,7 @@ class EventStreamClient:
     def _parse(self, data: bytes) -> dict[str, Any] | None:
         try:
             payload = json.loads(data)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):
             if self._skip_malformed:
                 log.debug("skipping a malformed stream chunk")
                 return None
@@ -428,15 +548,17 @@ class EventStreamClient:
     async def warm(self) -> None:
         """Have a keep-alive connection open (TCP, TLS) before a keystroke needs one."""
         try:
-            connection = await self._exchange(self._request("GET", self._warm_path))
+            connection = await self._exchange(
+                self._request("GET", self._warm_path), CONNECT_TIMEOUT
+            )
         except BackendError as error:
             log.debug("warming %s failed: %s", self._service, error)
             return
         reusable = False
         try:
             while not connection.complete:
+                connection.take_body()
                 await self._progress(connection)
-            connection.take_body()
             reusable = connection.keep_alive
         except BackendError as error:
             log.debug("warming %s failed: %s", self._service, error)
@@ -455,3 +577,27 @@ class EventStreamClient:
         for connection in list(self._open):
             self._discard(connection)
         self._idle.clear()
+
+
+# The OpenAI wire format, which Cerebras and OpenAI-compatible servers share.
+
+
+def delta_text(payload: dict[str, Any]) -> str:
+    """The text of a streamed chunk: a chat delta's content, or a text completion's text."""
+    choices = payload.get("choices")
+    if not choices or not isinstance(choices, list) or not isinstance(choices[0], dict):
+        return ""
+    choice = choices[0]
+    text = choice.get("text")
+    if text is None:
+        delta = choice.get("delta")
+        text = delta.get("content") if isinstance(delta, dict) else None
+    return text if isinstance(text, str) else ""
+
+
+def model_ids(listing: Any) -> list[str]:
+    """The ids of an OpenAI-style model list; a document of another shape is a bad response."""
+    data = listing.get("data") if isinstance(listing, dict) else None
+    if not isinstance(data, list):
+        raise BackendError(FailureKind.BAD_RESPONSE, "The model list is not in the API's format.")
+    return [entry["id"] for entry in data if isinstance(entry, dict) and "id" in entry]

@@ -1,52 +1,21 @@
-"""Any OpenAI-compatible server (llama.cpp, vLLM, Ollama, LM Studio) over plain httpx."""
+"""Any OpenAI-compatible server (llama.cpp, vLLM, Ollama, LM Studio), over the same HTTP
+client as Cerebras: chat, or raw `/v1/completions` with FIM tokens for FIM-trained models."""
 
 from __future__ import annotations
 
 import contextlib
-import json
-import logging
 from collections.abc import AsyncGenerator, Sequence
 from typing import Any, Literal
 
-import httpx
-
-from lsp_spark.backends.base import (
-    Backend,
-    BackendError,
-    ChatUsage,
-    CompletionRequest,
-    FailureKind,
-    Message,
-)
+from lsp_spark.backends.base import Backend, ChatUsage, CompletionRequest, Message
+from lsp_spark.backends.http import ApiClient, delta_text, model_ids
 from lsp_spark.prompts.chat import chat_messages
 from lsp_spark.prompts.fim import FIM_TEMPLATES
 
-log = logging.getLogger(__name__)
-
-
-def _status_failure(response: httpx.Response) -> BackendError:
-    status = response.status_code
-    if status in (401, 403):
-        return BackendError(FailureKind.AUTH, f"The server refused the API key ({status}).")
-    if status == 429:
-        try:
-            retry_after: float | None = float(response.headers.get("retry-after", ""))
-        except ValueError:
-            retry_after = None
-        return BackendError(FailureKind.RATE_LIMIT, "Rate limit reached (429).", retry_after)
-    kind = FailureKind.UNAVAILABLE if status >= 500 else FailureKind.BAD_RESPONSE
-    return BackendError(kind, f"The server answered HTTP {status}.")
-
-
-def _chunk_text(payload: dict[str, Any]) -> str:
-    choices = payload.get("choices") or []
-    if not choices:
-        return ""
-    choice = choices[0]
-    if "text" in choice:
-        return choice.get("text") or ""
-    delta = choice.get("delta") or {}
-    return delta.get("content") or ""
+CHAT_PATH = "/v1/chat/completions"
+COMPLETIONS_PATH = "/v1/completions"
+MODELS_PATH = "/v1/models"
+MAX_STOP_SEQUENCES = 4
 
 
 class OpenAICompatibleBackend(Backend):
@@ -61,16 +30,21 @@ class OpenAICompatibleBackend(Backend):
         mode: Literal["chat", "fim"] = "chat",
         fim_template: str = "qwen",
         timeout: float = 8.0,
+        actions_timeout: float = 120.0,
     ) -> None:
         super().__init__(model)
         self._mode = mode
         self._template = FIM_TEMPLATES[fim_template]
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._client = httpx.AsyncClient(
-            base_url=base_url.rstrip("/"),
-            headers=headers,
-            http2=True,
-            timeout=httpx.Timeout(timeout, connect=min(timeout, 3.0)),
+        self._timeout = timeout
+        self._actions_timeout = actions_timeout
+        # Servers of this kind vary in what else they put in a stream: a chunk that is not
+        # JSON is skipped rather than costing the whole suggestion.
+        self._http = ApiClient(
+            base_url,
+            service="The OpenAI-compatible server",
+            api_key=api_key,
+            skip_malformed=True,
+            warm_path=MODELS_PATH,
         )
 
     def _body(self, request: CompletionRequest) -> tuple[str, dict[str, Any]]:
@@ -84,18 +58,18 @@ class OpenAICompatibleBackend(Backend):
         if self._mode == "fim":
             body["prompt"] = self._template.render(request)
             body["stop"] = [*self._template.stop, *request.stop]
-            return "/v1/completions", body
+            return COMPLETIONS_PATH, body
         body["messages"] = chat_messages(request)
         if request.stop:
-            body["stop"] = list(request.stop[:4])
-        return "/v1/chat/completions", body
+            body["stop"] = list(request.stop[:MAX_STOP_SEQUENCES])
+        return CHAT_PATH, body
 
     async def stream(self, request: CompletionRequest) -> AsyncGenerator[str, None]:
         path, body = self._body(request)
-        async with contextlib.aclosing(self._events(path, body)) as events:
+        async with contextlib.aclosing(self._http.events(path, body, self._timeout)) as events:
             async for payload in events:
                 self.last_usage.read(payload)
-                if text := _chunk_text(payload):
+                if text := delta_text(payload):
                     yield text
 
     async def chat(
@@ -117,53 +91,23 @@ class OpenAICompatibleBackend(Backend):
             "temperature": 0.0,
             "stream_options": {"include_usage": True},
         }
-        async with contextlib.aclosing(self._events("/v1/chat/completions", body)) as events:
+        events = self._http.events(CHAT_PATH, body, self._actions_timeout)
+        async with contextlib.aclosing(events):
             async for payload in events:
-                if usage is not None and (reported := payload.get("usage")):
+                if usage is not None and isinstance(reported := payload.get("usage"), dict):
                     usage.record(reported)
-                if text := _chunk_text(payload):
+                if text := delta_text(payload):
                     yield text
 
-    async def _events(
-        self, path: str, body: dict[str, Any]
-    ) -> AsyncGenerator[dict[str, Any], None]:
-        try:
-            async with self._client.stream("POST", path, json=body) as response:
-                if response.status_code != 200:
-                    raise _status_failure(response)
-                async for line in response.aiter_lines():
-                    if not line.startswith("data:"):
-                        continue
-                    data = line[5:].strip()
-                    if data == "[DONE]":
-                        return
-                    try:
-                        payload = json.loads(data)
-                    except json.JSONDecodeError:
-                        log.debug("skipping a malformed stream chunk")
-                        continue
-                    if isinstance(payload, dict):
-                        yield payload
-        except httpx.HTTPError as error:
-            raise BackendError(
-                FailureKind.UNAVAILABLE,
-                f"Cannot reach {self._client.base_url}: {type(error).__name__}.",
-            ) from None
+    @property
+    def connections(self) -> tuple[int, int]:
+        return self._http.connections
 
     async def warm(self) -> None:
-        try:
-            await self._client.get("/v1/models", timeout=3.0)
-        except httpx.HTTPError as error:
-            log.debug("warming %s failed: %s", self._client.base_url, type(error).__name__)
+        await self._http.warm()
 
     async def list_models(self) -> list[str]:
-        try:
-            response = await self._client.get("/v1/models")
-        except httpx.HTTPError as error:
-            raise BackendError(FailureKind.UNAVAILABLE, type(error).__name__) from None
-        if response.status_code != 200:
-            raise _status_failure(response)
-        return [entry["id"] for entry in response.json().get("data", []) if "id" in entry]
+        return model_ids(await self._http.get_json(MODELS_PATH, self._timeout))
 
     async def aclose(self) -> None:
-        await self._client.aclose()
+        await self._http.aclose()

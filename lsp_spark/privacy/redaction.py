@@ -13,7 +13,8 @@ where a scan found something. Rules, in the order they run:
 - `private-key`: PEM/OpenSSH/PGP private key blocks, also inside escaped strings; a
   block cut by the window's start or end is redacted to that edge;
 - tokens recognised by their prefix: AWS access key ids, GitHub, GitLab, Slack, Stripe,
-  Google API keys, OpenAI, Anthropic, Cerebras, Hugging Face, npm, PyPI, and JWTs;
+  Google API keys, OpenAI, Anthropic, Cerebras, Hugging Face, npm, PyPI, and JWTs, also
+  while they are being typed, from a few random-looking characters after the prefix;
 - `url-password`: the password in `scheme://user:password@host`;
 - `auth-header`: the credentials of an `Authorization` header or a `Bearer` token;
 - assignments to secret-looking names (`password = "…"`, `API_KEY=…`, `"token": "…"`,
@@ -275,10 +276,51 @@ def _add_key_body(spans: list[Span], text: str, start: int, end: int) -> None:
 
 @dataclass(frozen=True, slots=True)
 class _TokenRule:
+    """A token kind: the prefixes that dispatch to it, the token itself (with `check`
+    on what it matched), and `partial`: the same token while it is still being typed."""
+
     kind: str
     prefixes: tuple[str, ...]
     pattern: re.Pattern[str]
     check: Callable[[str], bool] | None = None
+    partial: tuple[re.Pattern[str], ...] = ()
+    """Each with a `body` group, what follows the prefix, that must be `_unlike_a_word`.
+    A completion request goes out on nearly every keystroke, so a token that only matched
+    once complete would leak all but its last few characters while it is typed."""
+
+
+_TOKEN_END = r"(?![A-Za-z0-9_-])"
+PARTIAL_CHARS = 8
+"""Characters after a token's prefix from which a token being typed is redacted: few
+enough that most of even the shortest token (an AWS key id, 16 after its prefix) is never
+sent, and enough that `_unlike_a_word` tells a token from a name."""
+
+
+def _partial(
+    prefix: str, alphabet: str, least: int = PARTIAL_CHARS, most: int | str = ""
+) -> re.Pattern[str]:
+    """`prefix` and at least `least` characters of the token's alphabet, up to where the
+    token ends (at most `most` of them when the token has a fixed length)."""
+    return re.compile(f"{prefix}(?P<body>{alphabet}{{{least},{most}}}){_TOKEN_END}")
+
+
+def _unlike_a_word(body: str) -> bool:
+    """Random characters mix at least two of lower case, upper case and digits almost at
+    once (eight random letters and digits keep to one kind about once in 500), while a
+    name or an example after a prefix-like word keeps to one: `ghs_username`,
+    `npm_PACKAGE`, `csk-dashboard`, `ghp_xxxxxxxxxxxx`. A key of lower-case letters and
+    digits (Cerebras) needs its first digit, which about one in 14 lacks in its first
+    eight characters."""
+    kinds = (
+        any(c.islower() for c in body),
+        any(c.isupper() for c in body),
+        any(c.isdigit() for c in body),
+    )
+    return sum(kinds) >= 2
+
+
+def _has_digit(token: str) -> bool:
+    return any(c.isdigit() for c in token)
 
 
 def _random_segment(token: str) -> bool:
@@ -297,12 +339,14 @@ def _mixed_case(token: str) -> bool:
     return any(c.isupper() for c in body) and any(c.islower() for c in body)
 
 
-_TOKEN_END = r"(?![A-Za-z0-9_-])"
 _TOKEN_RULES: tuple[_TokenRule, ...] = (
+    # Patterns that start at PARTIAL_CHARS (or a little more) recognise a token being typed
+    # by themselves: their prefix is unmistakable (AWS, Google, PyPI, a JWT's second part),
+    # or their check already tells names apart (Slack's digits, Hugging Face's mixed case).
     _TokenRule(
         "aws-access-key",
         ("AKIA", "ASIA", "ABIA", "ACCA", "A3T"),
-        re.compile(r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}" + _TOKEN_END),
+        re.compile(r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{8,16}" + _TOKEN_END),
     ),
     _TokenRule(
         "github-token",
@@ -310,17 +354,19 @@ _TOKEN_RULES: tuple[_TokenRule, ...] = (
         re.compile(
             r"(?:gh[pousr]_[A-Za-z0-9]{36,251}|github_pat_[A-Za-z0-9_]{22,251})" + _TOKEN_END
         ),
+        partial=(_partial("(?:gh[pousr]_|github_pat_)", "[A-Za-z0-9]"),),
     ),
     _TokenRule(
         "gitlab-token",
         ("glpat-", "gldt-", "glrt-", "glptt-", "glcbt-", "gloas-", "glsoat-"),
         re.compile(r"gl(?:pat|dt|rt|ptt|cbt|oas|soat)-[A-Za-z0-9_-]{20,}" + _TOKEN_END),
+        partial=(_partial("gl(?:pat|dt|rt|ptt|cbt|oas|soat)-", "[A-Za-z0-9_-]"),),
     ),
     _TokenRule(
         "slack-token",
         ("xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxr-", "xoxs-", "xapp-"),
-        re.compile(r"(?:xox[abposr]|xapp)-[A-Za-z0-9-]{10,}" + _TOKEN_END),
-        lambda token: any(c.isdigit() for c in token),
+        re.compile(rf"(?:xox[abposr]|xapp)-[A-Za-z0-9-]{{{PARTIAL_CHARS},}}" + _TOKEN_END),
+        _has_digit,
     ),
     _TokenRule(
         "stripe-key",
@@ -328,58 +374,74 @@ _TOKEN_RULES: tuple[_TokenRule, ...] = (
         re.compile(
             r"(?:[sr]k_(?:live|test)_[A-Za-z0-9]{16,}|whsec_[A-Za-z0-9+/=]{24,})" + _TOKEN_END
         ),
+        partial=(_partial("(?:[sr]k_(?:live|test)_|whsec_)", "[A-Za-z0-9]"),),
     ),
     _TokenRule(
         "google-api-key",
         ("AIza",),
-        re.compile(r"AIza[A-Za-z0-9_-]{35}" + _TOKEN_END),
+        re.compile(rf"AIza[A-Za-z0-9_-]{{{PARTIAL_CHARS},35}}" + _TOKEN_END),
     ),
     _TokenRule(
         "anthropic-key",
         ("sk-ant-",),
         re.compile(r"sk-ant-[a-z]+[0-9]*-[A-Za-z0-9_-]{20,}" + _TOKEN_END),
+        partial=(_partial("sk-ant-[a-z]+[0-9]+-", "[A-Za-z0-9_-]"),),
     ),
     _TokenRule(
         "openai-key",
         ("sk-",),
         re.compile(r"sk-[A-Za-z0-9_-]{20,}" + _TOKEN_END),
         _random_segment,
+        # A bare `sk-` also starts CSS classes such as `sk-circle12`, so it waits for more.
+        partial=(
+            _partial("sk-(?:proj|svcacct|admin)-", "[A-Za-z0-9_-]"),
+            _partial("sk-", "[A-Za-z0-9]", 12),
+        ),
     ),
     _TokenRule(
         "cerebras-key",
         ("csk-", "csk_"),
         re.compile(r"csk[-_][A-Za-z0-9]{32,}" + _TOKEN_END),
         _random_segment,
+        partial=(_partial("csk[-_]", "[A-Za-z0-9]"),),
     ),
     _TokenRule(
         "huggingface-token",
         ("hf_",),
-        re.compile(r"hf_[A-Za-z]{30,}" + _TOKEN_END),
+        # Letters only: mixed case is its one sign, which CamelCase names share, so it
+        # waits for ten letters (`hf_AutoModel` stays).
+        re.compile(r"hf_[A-Za-z]{10,}" + _TOKEN_END),
         _mixed_case,
     ),
     _TokenRule(
         "npm-token",
         ("npm_",),
         re.compile(r"npm_[A-Za-z0-9]{36}" + _TOKEN_END),
+        partial=(_partial("npm_", "[A-Za-z0-9]", most=36),),
     ),
     _TokenRule(
         "pypi-token",
         ("pypi-Ag",),
-        re.compile(r"pypi-Ag[A-Za-z0-9_-]{40,}" + _TOKEN_END),
+        re.compile(rf"pypi-Ag[A-Za-z0-9_-]{{{PARTIAL_CHARS},}}" + _TOKEN_END),
     ),
     _TokenRule(
         "jwt",
         ("eyJ",),
-        re.compile(r"eyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]*" + _TOKEN_END),
+        # The header (`{"alg": ...}`) is no secret; the claims and signature after it are.
+        re.compile(
+            r"eyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}(?:\.[A-Za-z0-9_-]*)?" + _TOKEN_END
+        ),
     ),
 )
 _TOKEN_PREFIXES = tuple(prefix for rule in _TOKEN_RULES for prefix in rule.prefixes)
-_WORD_RUN = re.compile(
-    rf"\b[{''.join(sorted({prefix[0] for prefix in _TOKEN_PREFIXES}))}][\w-]{{15,}}", re.ASCII
-)
-"""Every token above starts a run of at least 16 word characters and dashes with one of
-the prefixes' first letters; one scan for such runs is much cheaper than a search per
-prefix."""
+MIN_TOKEN_CHARS = 4 + PARTIAL_CHARS
+"""The shortest text a token rule matches: a prefix of four characters (`ghp_`, `AKIA`,
+`npm_`; no shorter prefix is followed by as few) and PARTIAL_CHARS."""
+_FIRST_LETTERS = "".join(sorted({prefix[0] for prefix in _TOKEN_PREFIXES}))
+_WORD_RUN = re.compile(rf"\b[{_FIRST_LETTERS}][\w-]{{{MIN_TOKEN_CHARS - 1},}}", re.ASCII)
+"""Every token above starts a run of at least MIN_TOKEN_CHARS word characters and dashes
+with one of the prefixes' first letters; one scan for such runs is much cheaper than a
+search per prefix."""
 
 
 def _tokens(text: str) -> list[Span]:
@@ -394,12 +456,25 @@ def _tokens(text: str) -> list[Span]:
         for rule in _TOKEN_RULES:
             if not text.startswith(rule.prefixes, start):
                 continue
-            match = rule.pattern.match(text, start)
-            if match and (rule.check is None or rule.check(match.group())):
-                spans.append((start, match.end(), rule.kind))
-                covered = match.end()
+            end = _token_end(rule, text, start)
+            if end:
+                spans.append((start, end, rule.kind))
+                covered = end
                 break
     return spans
+
+
+def _token_end(rule: _TokenRule, text: str, start: int) -> int:
+    """Where the token of `rule` at `start` ends, complete or still being typed; 0 when
+    there is none."""
+    match = rule.pattern.match(text, start)
+    if match and (rule.check is None or rule.check(match.group())):
+        return match.end()
+    for partial in rule.partial:
+        match = partial.match(text, start)
+        if match and _unlike_a_word(match.group("body")):
+            return match.end()
+    return 0
 
 
 STABLE_BLOCK = 1024

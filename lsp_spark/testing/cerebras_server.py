@@ -35,7 +35,7 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, fields
 from http import HTTPStatus
 from typing import Any, TypeVar
@@ -90,12 +90,35 @@ class FaultKind(enum.Enum):
     STALL_AFTER = "stall_after"
     MALFORMED_AFTER = "malformed_after"
     NO_FINGERPRINT = "no_fingerprint"
+    TRICKLE = "trickle"
+    ENDLESS_EVENT = "endless_event"
+    HUGE_BODY = "huge_body"
+    WEB_PAGE = "web_page"
+    SLOW_HEAD = "slow_head"
 
 
 _ERROR_FAULTS = frozenset({FaultKind.RATE_LIMIT, FaultKind.SERVER_ERROR, FaultKind.UNAUTHORIZED})
 _MID_STREAM_FAULTS = frozenset(
     {FaultKind.RESET_AFTER, FaultKind.STALL_AFTER, FaultKind.MALFORMED_AFTER}
 )
+_HOSTILE_FAULTS = frozenset(
+    {
+        FaultKind.TRICKLE,
+        FaultKind.ENDLESS_EVENT,
+        FaultKind.HUGE_BODY,
+        FaultKind.WEB_PAGE,
+        FaultKind.SLOW_HEAD,
+    }
+)
+_HOSTILE_SECONDS = 60.0
+"""How long a hostile answer goes on at most when the client never hangs up."""
+_HOSTILE_PIECE = 64 * 1024
+_TRICKLE_ITEMS = (
+    b": keep-alive\n\n",
+    b'data: {"choices":[{"index":0,"delta":{"reasoning":"."}}]}\n\n',
+    b'data: {"choices":[{"index":0,"delta":{"content":""}}]}\n\n',
+)
+_WEB_PAGE = b"<!doctype html><html><head><title>Welcome</title></head><body>It works!</body></html>"
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +128,7 @@ class Fault:
     kind: FaultKind
     n_tokens: int = 0
     retry_after: float = 1.0
+    interval: float = 0.0
 
     @classmethod
     def rate_limit(cls, retry_after: float = 1.0) -> Fault:
@@ -135,6 +159,32 @@ class Fault:
     def malformed_after(cls, n_tokens: int) -> Fault:
         """Stream n tokens, one event that is not JSON, then carry on normally."""
         return cls(FaultKind.MALFORMED_AFTER, n_tokens=n_tokens)
+
+    @classmethod
+    def trickle(cls, interval: float = 0.5) -> Fault:
+        """200 with an event stream that never ends: every `interval` seconds an SSE comment,
+        a reasoning delta or an empty content delta, so the stream is never silent."""
+        return cls(FaultKind.TRICKLE, interval=interval)
+
+    @classmethod
+    def endless_event(cls) -> Fault:
+        """200 with an event stream whose first `data:` line never ends, at full speed."""
+        return cls(FaultKind.ENDLESS_EVENT)
+
+    @classmethod
+    def huge_body(cls) -> Fault:
+        """200 with a JSON body announced as 1 GiB, sent at full speed."""
+        return cls(FaultKind.HUGE_BODY)
+
+    @classmethod
+    def web_page(cls) -> Fault:
+        """200 with an HTML page, as a base URL that is a website (or a captive portal) does."""
+        return cls(FaultKind.WEB_PAGE)
+
+    @classmethod
+    def slow_head(cls, interval: float = 0.5) -> Fault:
+        """A response head that never ends: one more header byte every `interval` seconds."""
+        return cls(FaultKind.SLOW_HEAD, interval=interval)
 
     @classmethod
     def no_fingerprint(cls) -> Fault:
@@ -914,6 +964,9 @@ class CerebrasTestServer:
         fault = record.fault = config.next_fault()
         if fault is not None and fault.kind in _ERROR_FAULTS:
             return await self._send_fault(conn, request, record, fault)
+        if fault is not None and fault.kind in _HOSTILE_FAULTS:
+            record.status = 200
+            return await self._misbehave(conn, request, record, fault)
         try:
             reply = config.next_reply(record.body)
         except Exception as exc:
@@ -965,6 +1018,51 @@ class CerebrasTestServer:
             return await conn.send_json(500, body, keep_alive=keep)
         record.status = 401
         return await conn.send_json(401, _UNAUTHORIZED, keep_alive=keep)
+
+    async def _misbehave(
+        self, conn: _Connection, request: _Request, record: RecordedRequest, fault: Fault
+    ) -> bool:
+        """A 200 that is not a proper answer: it goes on until the client hangs up (or for
+        at most _HOSTILE_SECONDS), except the web page, which is whole."""
+        if fault.kind is FaultKind.WEB_PAGE:
+            headers = {"content-type": "text/html; charset=utf-8"}
+            return await conn.send_json(
+                200, None, keep_alive=request.keep_alive, headers=headers, raw=_WEB_PAGE
+            )
+        pieces: Iterator[bytes]
+        events: Iterator[bytes]
+        if fault.kind is FaultKind.SLOW_HEAD:
+            first, pieces = b"HTTP/1.1 200 OK\r\nx-slow: ", itertools.repeat(b"a")
+        elif fault.kind is FaultKind.HUGE_BODY:
+            first = _head(
+                200,
+                conn.headers | {"content-type": "application/json", "content-length": str(2**30)},
+                keep_alive=False,
+            )
+            pieces = itertools.repeat(b" " * _HOSTILE_PIECE)
+        else:
+            first = _head(
+                200,
+                conn.headers
+                | {"content-type": "text/event-stream", "transfer-encoding": "chunked"},
+                keep_alive=False,
+            )
+            if fault.kind is FaultKind.TRICKLE:
+                events = itertools.cycle(_TRICKLE_ITEMS)
+            else:
+                line = b'data: {"choices":[{"index":0,"delta":{"content":"'
+                events = itertools.chain([line], itertools.repeat(b"x" * _HOSTILE_PIECE))
+            pieces = (b"%x\r\n%b\r\n" % (len(event), event) for event in events)
+        ends = time.monotonic() + _HOSTILE_SECONDS
+        if await conn.write(first):
+            for piece in pieces:
+                if time.monotonic() > ends or not await conn.write(piece):
+                    break
+                if fault.interval and await conn.closed_before(time.monotonic() + fault.interval):
+                    break
+        if conn.closed.is_set():
+            self._note_hang_up(record, conn)
+        return False
 
     def _note_hang_up(self, record: RecordedRequest, conn: _Connection) -> None:
         record.client_hung_up = True

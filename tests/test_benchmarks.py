@@ -1,0 +1,217 @@
+"""The benchmarks still measure: each one that drives the real server, the pipeline or the
+server's own modules runs at its `--tiny` size as a subprocess, writing its JSON to a temporary
+directory, and the JSON must show the work really done (requests answered, calls made, no
+errors). Nothing here looks at how fast anything was: a benchmark whose requests all fail in
+its own client reports good figures for an idle server, and only these counts tell."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCHMARKS = ROOT / "benchmarks"
+RUN_TIMEOUT = 100.0
+"""Far above any tiny run (the slowest, replay's, takes about 15 s): past it, a run hangs."""
+
+
+def run_tiny(name: str, output: Path, *extra: str) -> dict[str, Any]:
+    """Run `benchmarks/<name>.py --tiny`, which must exit 0, and return the JSON it wrote."""
+    done = subprocess.run(
+        [sys.executable, str(BENCHMARKS / f"{name}.py"), "--tiny", "--output", str(output), *extra],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT,
+        check=False,
+    )
+    assert done.returncode == 0, f"{name} exited {done.returncode}:\n{done.stderr[-4000:]}"
+    report: dict[str, Any] = json.loads(output.read_text(encoding="utf-8"))
+    return report
+
+
+@pytest.fixture(scope="module")
+def soak_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """One tiny soak for the tests that read it: it is the slowest of the three."""
+    return run_tiny("soak", tmp_path_factory.mktemp("soak") / "soak.json")
+
+
+@pytest.fixture
+def soak_module(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """benchmarks/soak.py as a module (it imports replay.py from its own folder)."""
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import soak
+
+    yield soak
+
+
+def test_soak_gets_an_answer_to_every_request_it_sends(soak_report: dict[str, Any]) -> None:
+    summary = soak_report["summary"]
+    assert soak_report["measured"] is True
+    assert soak_report["shortfalls"] == []
+    assert summary["warmupSent"] == soak_report["warmup"] > 0
+    assert summary["warmupAnswered"] == summary["warmupSent"]
+    assert summary["sent"] == soak_report["requests"] > 0
+    assert summary["answered"] == summary["sent"]
+    assert summary["notAnswered"] == 0
+    assert summary["served"] + summary["cancelled"] == summary["answered"]
+    assert summary["cancelled"] <= summary["cancelAsked"]
+    assert summary["served"] > 0 and summary["withText"] > 0
+    assert summary["errors"] == summary["clientErrors"] == summary["timeouts"] == 0
+    assert summary["otherUnanswered"] == 0
+    assert sum(window["answered"] for window in summary["windows"]) == summary["answered"]
+    assert soak_report["upstream"]["completions"] > 0
+
+
+def test_soak_judges_no_figure_when_it_did_not_measure(
+    soak_report: dict[str, Any], soak_module: Any
+) -> None:
+    """An idle server's memory, sockets and tasks look healthy: unless the requests were
+    answered, those rows say n/a instead of yes."""
+    summary = soak_report["summary"]
+    rows = soak_module.table(summary, measured=False).split("\n\n")[0].splitlines()[1:]
+    judged = [row.split()[-1] for row in rows if row.split()[-1] in ("yes", "NO", "n/a")]
+    assert judged.count("n/a") > 0
+    assert judged.count("yes") == len(soak_module.ALWAYS_JUDGED)
+    assert "n/a" not in soak_module.table(summary, measured=True)
+
+
+BROKEN_SOAKS: dict[str, tuple[dict[str, Any], str]] = {
+    "nothing answered": ({"answered": 0}, "soak: 0 of 100 completion requests answered"),
+    "warm-up unanswered": ({"warmupAnswered": 19}, "warm-up: 19 of 20"),
+    "nothing sent": ({"sent": 0, "answered": 0}, "soak: no completion request was sent"),
+    "client error": (
+        {"errors": 3, "errorKinds": {"client: AttributeError('context')": 3}},
+        "3 errors, client side included, most often x3: client: AttributeError",
+    ),
+    "stats unanswered": ({"otherUnanswered": 1}, "1 accept commands or stats requests"),
+    "time limit": ({"truncated": True}, "stopped at the time limit after 100 of 100"),
+    "run failed": ({"failure": "TimeoutError: "}, "the run failed: TimeoutError"),
+    "server crashed": ({"exitCode": -9}, "the server exited with code -9"),
+}
+
+
+@pytest.mark.parametrize(("change", "says"), BROKEN_SOAKS.values(), ids=BROKEN_SOAKS.keys())
+def test_soak_says_why_it_did_not_measure(
+    soak_module: Any, change: dict[str, Any], says: str
+) -> None:
+    whole = {
+        "failure": None,
+        "warmupSent": 20,
+        "warmupAnswered": 20,
+        "sent": 100,
+        "answered": 100,
+        "errors": 0,
+        "errorKinds": {},
+        "otherUnanswered": 0,
+        "truncated": False,
+        "exitCode": 0,
+    }
+    assert soak_module.shortfalls(whole, 100) == []
+    assert any(says in reason for reason in soak_module.shortfalls(whole | change, 100))
+
+
+def test_replay_gets_an_answer_to_every_keystroke_in_each_mode(tmp_path: Path) -> None:
+    report = run_tiny("replay", tmp_path / "replay.json")
+    assert set(report["runs"]) == {"overhead", "realistic", "baseline"}
+    for name, run in report["runs"].items():
+        summary = run["summary"]
+        assert summary["requests"] > 0, name
+        assert summary["answered"] == summary["requests"], name
+        assert summary["errors"] == summary["timeouts"] == summary["failed"] == 0, name
+        assert summary["commandErrors"] == 0, name
+        assert summary["upstreamRequestsPer100"] > 0, name
+        assert [session["failure"] for session in run["sessions"]] == [None], name
+
+
+def test_hostile_backends_each_get_an_answer_and_leave_the_next_request_working(
+    tmp_path: Path,
+) -> None:
+    report = run_tiny("hostile", tmp_path / "hostile.json")
+    backends = report["backends"]
+    assert len(backends) == 6
+    for name, row in backends.items():
+        assert row["answerItems"] == 0, name
+        assert row["nextRequestWorks"], name
+        assert row["withinMemoryBar"], name
+    assert len(backends["web page"]["messages"]) == 1
+
+
+def test_holes_gets_an_answer_for_every_hole_from_the_embedded_model(tmp_path: Path) -> None:
+    report = run_tiny("holes", tmp_path / "holes.json")
+    assert report["backend"] == "local"
+    assert report["holeCount"] == 2
+    [baseline] = report["configurations"]
+    assert len(baseline["fills"]) == 2
+    assert baseline["failures"] == 0
+    assert baseline["tokensReceived"] > 0
+
+
+def test_edit_tasks_get_their_edits_both_ways_of_asking(tmp_path: Path) -> None:
+    report = run_tiny("edit_tasks", tmp_path / "edit_tasks.json")
+    [scripted] = report["runs"].values()
+    assert scripted["backend"] == "scripted"
+    results = scripted["results"]
+    assert {result["action"] == "instruction" for result in results} == {True, False}
+    for result in results:
+        assert result["failure"] == "", result["task"]
+        assert result["edited"] and result["success"], result["task"]
+
+
+def every_case_called(report: dict[str, Any]) -> None:
+    assert report["results"]
+    for name, case in report["results"].items():
+        assert case["calls"] > 0, name
+
+
+def every_language_called(report: dict[str, Any]) -> None:
+    assert set(report["results"]) == {"python", "go"}
+    for language in report["results"].values():
+        every_case_called({"results": language})
+
+
+def contexts_built(report: dict[str, Any]) -> None:
+    assert report["samples"] > 0
+    assert report["prompt_tokens_median"] is not None
+    assert report["requests_with_source"]
+
+
+def every_stage_timed(report: dict[str, Any]) -> None:
+    assert report["samples"] > 0
+    for condition, stages in report["medianMicroseconds"].items():
+        assert all(value > 0 for value in stages.values()), condition
+
+
+def secrets_found(report: dict[str, Any]) -> None:
+    every_case_called(report)
+    assert sum(report["redactions_found"]["settings full of secrets"].values()) > 0
+
+
+def every_client_streamed(report: dict[str, Any]) -> None:
+    assert report["results"]
+    for name, client in report["results"].items():
+        assert client["completions"] > 0, name
+        assert client["emptyCompletions"] == 0, name
+
+
+IN_PROCESS: dict[str, Callable[[dict[str, Any]], None]] = {
+    "bench_documents": every_case_called,
+    "bench_syntax": every_language_called,
+    "bench_context": contexts_built,
+    "bench_cold": every_stage_timed,
+    "bench_privacy": secrets_found,
+    "bench_http": every_client_streamed,
+}
+
+
+@pytest.mark.parametrize(("name", "check"), IN_PROCESS.items(), ids=IN_PROCESS.keys())
+def test_benchmark_of_the_servers_own_modules_still_runs(
+    tmp_path: Path, name: str, check: Callable[[dict[str, Any]], None]
+) -> None:
+    check(run_tiny(name, tmp_path / f"{name}.json"))
