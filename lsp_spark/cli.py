@@ -85,13 +85,8 @@ def _serve(tcp: tuple[str, int] | None, log_file: Path | None) -> None:
     )
     logging.getLogger("lsp_spark").setLevel(logging.INFO)
     from lsp_spark.server import server
+    from lsp_spark.transport import serve
 
-    if tcp is None:
-        from lsp_spark.stdio import serve_stdio
-
-        serve_stdio(server, server.hot.take)
-        return
-    host, port = tcp
-    if host not in LOOPBACK_HOSTS:
-        logging.getLogger("lsp_spark").warning("listening on %s: not a loopback address", host)
-    server.start_tcp(host, port)
+    if tcp is not None and tcp[0] not in LOOPBACK_HOSTS:
+        logging.getLogger("lsp_spark").warning("listening on %s: not a loopback address", tcp[0])
+    serve(server, server.hot.take, tcp)

@@ -9,6 +9,7 @@ import json
 import logging
 import re
 from collections.abc import Callable, Coroutine, Generator
+from functools import partial
 from pathlib import Path
 from typing import Any, NamedTuple, NoReturn
 
@@ -48,9 +49,11 @@ from lsp_spark.actions import (
     Silent,
     WorkDone,
 )
+from lsp_spark.backends.holder import BackendHolder
 from lsp_spark.documents import Change, Document, PositionEncoding, UnknownDocumentError
 from lsp_spark.hotpath import HotPath
 from lsp_spark.pipeline import CompletionEngine, Suggestion
+from lsp_spark.stats import Stats
 from lsp_spark.workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -260,6 +263,26 @@ class SparkProtocol(LanguageServerProtocol):
             return
         super()._run_generator(future, gen=gen, result_future=result_future)
 
+    def _execute_handler(
+        self,
+        msg_id: Any,
+        handler: Any,
+        callback: Any,
+        args: tuple[Any, ...] | None = None,
+        kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        """pygls files the future of every asynchronous handler under its message's id (a
+        fresh one for a notification, or for each step of a generator handler) but forgets
+        only a request's: the rest would stay for the life of the process."""
+        super()._execute_handler(msg_id, handler, callback, args, kwargs)
+        future = self._request_futures.get(msg_id)
+        if future is not None:
+            future.add_done_callback(partial(self._forget_future, msg_id))
+
+    def _forget_future(self, msg_id: Any, future: Any) -> None:
+        if self._request_futures.get(msg_id) is future:
+            del self._request_futures[msg_id]
+
     def _send_handler_result(self, future: Any, *, msg_id: Any) -> None:
         """pygls forgets a request by its id once it is answered: when a client reuses the
         id of a request still running, the older one's answer would forget the newer one,
@@ -329,9 +352,11 @@ class SparkServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__("lsp-spark", __version__, protocol_cls=SparkProtocol)
         self.files = Workspace()
-        self.engine = CompletionEngine(self.show, self.files)
-        self.actions = ActionService(self.files, self.engine)
-        self.review = SecurityReview(self.files, self.engine, self.publish)
+        self.stats = Stats()
+        self.backends = BackendHolder(self.show)
+        self.engine = CompletionEngine(self.show, self.files, self.backends, self.stats)
+        self.actions = ActionService(self.files, self.backends, self.stats)
+        self.review = SecurityReview(self.files, self.backends, self.stats, self.publish)
         self.hot = HotPath(self)
         self.initialization_options: Any = None
         self.encoding = PositionEncoding.UTF16
@@ -490,7 +515,9 @@ class SparkServer(LanguageServer):
         )
 
     async def _completion_list_upstream(self, cursor: Cursor) -> dict[str, Any]:
-        job = self.engine.submit(cursor.document, cursor.row, cursor.column)
+        job = asyncio.get_running_loop().create_task(
+            self.engine.fetch(cursor.document, cursor.row, cursor.column)
+        )
         deadline = self.engine.settings.completion_deadline_ms / 1000
         done, _ = await asyncio.wait({job}, timeout=deadline)
         if not done or job.cancelled():
@@ -653,8 +680,8 @@ async def edit_with_instruction(ls: SparkServer, *arguments: Any) -> dict[str, A
 @server.feature(STATS_METHOD)
 def stats_request(ls: SparkServer, _: Any = None) -> dict[str, Any]:
     """The engine's counters, and what a long session could leak (for the soak run)."""
-    stats = ls.engine.stats.snapshot(ls.engine.backend_name, ls.engine.model_name)
-    open_connections, busy_connections = ls.engine.connections
+    stats = ls.stats.snapshot(ls.backends.name, ls.backends.model)
+    open_connections, busy_connections = ls.backends.connections
     stats["openTasks"] = len(asyncio.all_tasks())
     stats["pendingRequests"] = len(ls.protocol._request_futures) + ls.hot.pending
     stats["openConnections"] = open_connections

@@ -76,7 +76,6 @@ class ActionStats:
 @dataclass
 class Stats:
     requests: int = 0
-    suggestions: int = 0
     empty: int = 0
     cache_hits: int = 0
     type_through_hits: int = 0
@@ -84,6 +83,8 @@ class Stats:
     prefetches: int = 0
     tokens_saved: int = 0
     shown: int = 0
+    """Answers that carried a suggestion (reported as both `suggestions` and `shown`, the
+    names the editor clients read)."""
     accepted: int = 0
     partially_accepted: int = 0
     upstream_requests: int = 0
@@ -109,7 +110,7 @@ class Stats:
             "backend": backend,
             "model": model,
             "requests": self.requests,
-            "suggestions": self.suggestions,
+            "suggestions": self.shown,
             "empty": self.empty,
             "cacheHits": self.cache_hits,
             "cacheHitRate": self.cache_hits / looked_up if looked_up else 0.0,

@@ -600,6 +600,21 @@ async def test_a_bad_command_argument_is_answered_not_applied(session: Session) 
 
 
 @pytest.mark.asyncio(loop_scope="module")
+async def test_an_action_we_do_not_offer_is_refused_not_run_as_another(session: Session) -> None:
+    client, cerebras = session
+    uri = "file:///work/unknown_action.py"
+    open_file(client, uri, "python", "def f(x):\n    return x\n")
+    span = {"start": {"line": 0, "character": 0}, "end": {"line": 1, "character": 12}}
+    result = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(
+            command=APPLY_COMMAND, arguments=[{"action": "frobnicate", "uri": uri, "range": span}]
+        )
+    )
+    assert result["applied"] is False and "expected" in result["message"]
+    assert cerebras.completion_requests == []
+
+
+@pytest.mark.asyncio(loop_scope="module")
 async def test_a_file_changed_while_the_model_works_is_not_edited(session: Session) -> None:
     client, cerebras = session
     cerebras.config.ttft = 0.5

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from lsp_spark import pipeline
+from lsp_spark.backends import holder
 from lsp_spark.pipeline import CompletionEngine
 from lsp_spark.settings import Settings
 from lsp_spark.testing.cerebras_server import CerebrasTestServer
@@ -19,7 +19,7 @@ IDLE = 0.3
 async def test_the_connection_is_warmed_again_once_requests_stop(
     cerebras: CerebrasTestServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(pipeline, "IDLE_REWARM", IDLE)
+    monkeypatch.setattr(holder, "IDLE_REWARM", IDLE)
 
     def warmings() -> int:
         return sum(1 for request in cerebras.requests if request.path.endswith("tcp_warming"))
@@ -30,7 +30,7 @@ async def test_the_connection_is_warmed_again_once_requests_stop(
     )
     assert await eventually(cerebras, lambda: warmings() == 1), "warmed at start"
     for _ in range(4):
-        engine._keep_warm()  # what every upstream request does as it ends
+        engine.backends.used()  # what every upstream request does as it ends
         await asyncio.sleep(IDLE / 3)
     assert warmings() == 1, "requests kept coming: no re-warm yet"
     assert await eventually(cerebras, lambda: warmings() == 2, timeout=IDLE * 5)

@@ -9,6 +9,8 @@ from typing import Any
 from lsprotocol import types
 from pygls.capabilities import get_capability
 
+from lsp_spark.actions import catalog
+
 Position = tuple[int, int]
 """An LSP position (line, character) in the negotiated encoding."""
 
@@ -39,8 +41,9 @@ class ActionRequest:
 
     @classmethod
     def from_data(cls, data: Any) -> ActionRequest | None:
-        """The request a code action's data (or `lspSpark.applyAction`'s argument) carries."""
-        if not isinstance(data, Mapping) or not isinstance(data.get("action"), str):
+        """The request a code action's data (or `lspSpark.applyAction`'s argument) carries;
+        None for one that names no action of ours."""
+        if not isinstance(data, Mapping) or data.get("action") not in catalog.BY_ID:
             return None
         found = _uri_and_range(data)
         if found is None:

@@ -31,7 +31,8 @@ from lsp_spark.syntax.grammars import canonical
 from lsp_spark.workspace import Workspace
 
 if TYPE_CHECKING:
-    from lsp_spark.pipeline import CompletionEngine
+    from lsp_spark.backends.holder import BackendHolder
+    from lsp_spark.stats import Stats
 
 log = logging.getLogger(__name__)
 
@@ -55,9 +56,12 @@ class _Document:
 
 
 class SecurityReview:
-    def __init__(self, workspace: Workspace, engine: CompletionEngine, publish: Publish) -> None:
+    def __init__(
+        self, workspace: Workspace, backends: BackendHolder, stats: Stats, publish: Publish
+    ) -> None:
         self.workspace = workspace
-        self.engine = engine
+        self.backends = backends
+        self.stats = stats
         self.encoding = PositionEncoding.UTF16
         self._publish_diagnostics = publish
         self._cache: OrderedDict[str, tuple[Finding, ...]] = OrderedDict()
@@ -69,14 +73,14 @@ class SecurityReview:
 
     @property
     def enabled(self) -> bool:
-        return self.engine.settings.security_review
+        return self.backends.settings.security_review
 
     def changed(self, uri: str) -> None:
         """Typing: review once it pauses for `securityReviewDelayMs`."""
         if not self._configured:
             self._early[uri] = self._early.get(uri, False)
         elif self.enabled:
-            self._schedule(uri, self.engine.settings.security_review_delay_ms / 1000)
+            self._schedule(uri, self.backends.settings.security_review_delay_ms / 1000)
 
     def saved(self, uri: str) -> None:
         if not self._configured:
@@ -158,14 +162,14 @@ class SecurityReview:
             key = _key(language, function.text)
             if key in self._cache:
                 self._cache.move_to_end(key)
-                self.engine.stats.actions.review_cache_hits += 1
+                self.stats.actions.review_cache_hits += 1
             else:
                 pending.setdefault(key, function)
         self._publish(uri)
         if not pending:
             return
         try:
-            backend = self.engine.backend()
+            backend = self.backends.current()
             for batch in _batches(list(pending.items())):
                 task = ReviewTask(language, filename_of(uri), tuple(f.text for _, f in batch))
                 reply = await self._ask(backend, task)
@@ -173,15 +177,15 @@ class SecurityReview:
                 for number, (key, _) in enumerate(batch, start=1):
                     self._remember(key, tuple(found[number]))
         except BackendError as failure:
-            self.engine.notifier.tell(
+            self.backends.notifier.tell(
                 f"review-{failure.kind.value}", f"lsp-spark security review: {failure.args[0]}"
             )
         self._publish(uri)
 
     async def _ask(self, backend: Backend, task: ReviewTask) -> str:
-        settings = self.engine.settings
+        settings = self.backends.settings
         outbound = build_messages(task, redact_secrets=settings.redact_secrets)
-        self.engine.stats.redactions.add(outbound.redactions)
+        self.stats.redactions.add(outbound.redactions)
         # Findings are short: a tight limit keeps a model that rambles from holding the backend
         # (the embedded model generates for one caller at a time, ghost text included).
         limit = REVIEW_BASE_TOKENS + REVIEW_TOKENS_PER_FUNCTION * len(task.functions)
@@ -190,7 +194,7 @@ class SecurityReview:
             max_tokens=min(settings.actions_max_tokens, limit),
             model=settings.actions_model,
         )
-        stats = self.engine.stats.actions
+        stats = self.stats.actions
         stats.reviews += 1
         stats.reviewed_functions += len(task.functions)
         async with contextlib.aclosing(chat) as deltas:
@@ -198,7 +202,7 @@ class SecurityReview:
 
     def _remember(self, key: str, findings: tuple[Finding, ...]) -> None:
         self._cache[key] = findings
-        self.engine.stats.actions.findings += len(findings)
+        self.stats.actions.findings += len(findings)
         while len(self._cache) > CACHE_SIZE:
             self._cache.popitem(last=False)
 

@@ -43,7 +43,8 @@ from lsp_spark.syntax.outline import error_count
 from lsp_spark.workspace import Workspace
 
 if TYPE_CHECKING:
-    from lsp_spark.pipeline import CompletionEngine
+    from lsp_spark.backends.holder import BackendHolder
+    from lsp_spark.stats import Stats
 
 log = logging.getLogger(__name__)
 
@@ -81,9 +82,10 @@ class _Job:
 
 
 class ActionService:
-    def __init__(self, workspace: Workspace, engine: CompletionEngine) -> None:
+    def __init__(self, workspace: Workspace, backends: BackendHolder, stats: Stats) -> None:
         self.workspace = workspace
-        self.engine = engine
+        self.backends = backends
+        self._stats = stats
         self.encoding = PositionEncoding.UTF16
         self.support = ClientSupport()
         self.root: Path | None = None
@@ -91,7 +93,7 @@ class ActionService:
 
     @property
     def stats(self) -> ActionStats:
-        return self.engine.stats.actions
+        return self._stats.actions
 
     def offers(
         self,
@@ -189,7 +191,13 @@ class ActionService:
     ) -> tuple[Outcome, bool]:
         """For clients that do not resolve: compute the edit, then have the client apply it."""
         if request is None:
-            return Outcome(None, "lsp-spark: expected {uri, range, instruction}."), False
+            return (
+                Outcome(
+                    None,
+                    "lsp-spark: expected one of its code actions, or {uri, range, instruction}.",
+                ),
+                False,
+            )
         outcome = await self.run(request, progress)
         if outcome.edit is None:
             return outcome, False
@@ -247,7 +255,7 @@ class ActionService:
                     f"lsp-spark: this scope has over {MAX_SCOPE_LINES} lines; select the part "
                     "to edit."
                 )
-            backend = self.engine.backend()
+            backend = self.backends.current()
             if request.action == catalog.TESTS.id:
                 return await self._write_tests(backend, document, target, progress)
             return await self._rewrite(backend, document, target, request, progress)
@@ -369,8 +377,8 @@ class ActionService:
         )
 
     def _outbound(self, task: EditTask | WriteTestsTask) -> Outbound:
-        outbound = build_messages(task, redact_secrets=self.engine.settings.redact_secrets)
-        self.engine.stats.redactions.add(outbound.redactions)
+        outbound = build_messages(task, redact_secrets=self.backends.settings.redact_secrets)
+        self._stats.redactions.add(outbound.redactions)
         return outbound
 
     async def _ask(
@@ -378,7 +386,7 @@ class ActionService:
     ) -> str:
         """The model's answer, streamed until its code block closes (what follows would be
         commentary); cancelling closes the stream, and so does stopping early."""
-        settings = self.engine.settings
+        settings = self.backends.settings
         usage = ChatUsage()
         received: list[str] = []
         chat = backend.chat(
@@ -409,8 +417,7 @@ class ActionService:
         if request.action == catalog.INSTRUCTION.id:
             return request.instruction
         if request.action != catalog.FIX.id:
-            action = request.action if request.action in catalog.BY_ID else "simplify"
-            return catalog.instruction_for(action, language, target.name)
+            return catalog.instruction_for(request.action, language, target.name)
         diagnostic = dict(request.diagnostic or {})
         described = str(diagnostic.get("message", "")).strip()
         origin = " ".join(str(diagnostic.get(key) or "") for key in ("source", "code")).strip()

@@ -1,5 +1,5 @@
-"""The stdio transport: framing read on the event loop itself, and an answer for every
-malformed message.
+"""The transport, stdio or TCP: framing read on the event loop itself, and an answer for
+every malformed message.
 
 pygls reads stdin through a thread pool (three hand-offs between threads per message, each
 a wake-up and a fight for the GIL on the keystroke's path) and trusts the framing: one
@@ -20,7 +20,7 @@ import stat
 import sys
 import threading
 from collections.abc import Callable
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 from pygls.exceptions import (
     JsonRpcException,
@@ -55,14 +55,21 @@ Shortcut = Callable[[dict[str, Any]], bool]
 """Handles a well-formed message itself, or says it did not (the hot path)."""
 
 
-def serve_stdio(server: LanguageServer, shortcut: Shortcut | None = None) -> None:
-    """Run `server` over this process's stdin and stdout until the client closes stdin or
-    sends `exit`; messages `shortcut` takes never reach pygls. The SystemExit that `exit`
-    raises carries on, so the process exits with the code the LSP spec asks for."""
+def serve(
+    server: LanguageServer, shortcut: Shortcut | None = None, tcp: tuple[str, int] | None = None
+) -> None:
+    """Run `server` over this process's stdin and stdout until the client closes stdin, or
+    on TCP, until a client sends `exit`; messages `shortcut` takes never reach pygls. The
+    SystemExit that `exit` raises carries on, so the process exits with the code the LSP
+    spec asks for."""
     server._stop_event = threading.Event()
-    server.protocol.set_writer(StdoutWriter(sys.stdout.buffer))
+    if tcp is None:
+        server.protocol.set_writer(StdoutWriter(sys.stdout.buffer))
+        serving = _serve(server, sys.stdin.buffer, shortcut)
+    else:
+        serving = _serve_tcp(server, *tcp, shortcut)
     try:
-        asyncio.run(_serve(server, sys.stdin.buffer, shortcut))
+        asyncio.run(serving)
     except BrokenPipeError:
         log.error("the client closed the connection")
     except KeyboardInterrupt:
@@ -91,6 +98,25 @@ async def _serve(server: LanguageServer, stdin: BinaryIO, shortcut: Shortcut | N
             break
         framer.data_received(data)
     await framer.finished
+
+
+async def _serve_tcp(
+    server: LanguageServer, host: str, port: int, shortcut: Shortcut | None
+) -> None:
+    """Clients connect one after another (an editor that restarts connects again), and each
+    connection is read exactly as stdin is: the same framing, the same shortcut."""
+    stop = server._stop_event
+    assert stop is not None
+    protocol = server.protocol
+
+    class Connection(Framer):
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            protocol.set_writer(cast(asyncio.Transport, transport))
+
+    loop = asyncio.get_running_loop()
+    listener = await loop.create_server(lambda: Connection(protocol, stop, shortcut), host, port)
+    async with listener:
+        await listener.serve_forever()
 
 
 class Framer(asyncio.Protocol):
