@@ -15,7 +15,7 @@ import asyncio
 import json
 import logging
 from collections.abc import Callable, Coroutine
-from typing import TYPE_CHECKING, Any, TypeGuard
+from typing import Any, Protocol, TypeGuard
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInternalError, JsonRpcRequestCancelled
@@ -23,8 +23,32 @@ from pygls.exceptions import JsonRpcInternalError, JsonRpcRequestCancelled
 from lsp_spark.documents import Change
 from lsp_spark.scheduler import cancel_once
 
-if TYPE_CHECKING:
-    from lsp_spark.server import JsonAnswer, SparkServer
+JsonAnswer = dict[str, Any] | Coroutine[Any, Any, dict[str, Any]]
+"""A result ready to send, or one still to be awaited."""
+
+
+class Wire(Protocol):
+    """The JSON-RPC protocol the answers go out through."""
+
+    running: bool
+    """Between `initialize` and `shutdown`: outside that the lifecycle rules, not us."""
+    writer: Any
+
+    def _send_data(self, data: Any) -> None: ...
+
+
+class Keystrokes(Protocol):
+    """What the server does for each keystroke message, in plain values."""
+
+    @property
+    def protocol(self) -> Wire: ...
+
+    def change_document(self, uri: str, version: int, changes: list[Change]) -> None: ...
+
+    def ghost_text(self, uri: str, line: int, character: int) -> JsonAnswer: ...
+
+    def completion_list(self, uri: str, line: int, character: int) -> JsonAnswer: ...
+
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +116,7 @@ def _document_changes(params: Any) -> tuple[str, int, list[Change]] | None:
 class HotPath:
     """Handles the per-keystroke messages it recognises; `take` says whether it did."""
 
-    def __init__(self, server: SparkServer) -> None:
+    def __init__(self, server: Keystrokes) -> None:
         self._server = server
         self._running: dict[Any, asyncio.Task[None]] = {}
         self._requests: dict[str, Callable[[Any], JsonAnswer | None]] = {

@@ -51,7 +51,7 @@ from lsp_spark.actions import (
 )
 from lsp_spark.backends.holder import BackendHolder
 from lsp_spark.documents import Change, Document, PositionEncoding, UnknownDocumentError
-from lsp_spark.hotpath import HotPath
+from lsp_spark.hotpath import HotPath, JsonAnswer
 from lsp_spark.pipeline import CompletionEngine, Suggestion
 from lsp_spark.stats import Stats
 from lsp_spark.workspace import Workspace
@@ -66,9 +66,6 @@ DID_PARTIALLY_ACCEPT = "textDocument/didPartiallyAcceptCompletion"
 LABEL_LENGTH = 60
 NO_GHOST_TEXT: dict[str, Any] = {"items": []}
 NO_COMPLETIONS: dict[str, Any] = {"isIncomplete": False, "items": []}
-
-JsonAnswer = dict[str, Any] | Coroutine[Any, Any, dict[str, Any]]
-"""A result ready to send, or one still to be awaited."""
 
 
 async def settled(answer: JsonAnswer) -> dict[str, Any]:
