@@ -32,6 +32,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from timing import add_size_options  # noqa: E402
+
 from lsp_spark.backends.base import CompletionRequest  # noqa: E402
 from lsp_spark.context.budget import Budget  # noqa: E402
 from lsp_spark.context.builder import ContextOptions, build_context  # noqa: E402
@@ -168,10 +170,7 @@ async def conditions(count: int) -> dict[str, dict[str, float]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument(
-        "--tiny", action="store_true", help=f"{TINY_SAMPLES} samples: checks, not figures"
-    )
-    parser.add_argument("--output", type=Path, default=RESULTS, help="where the JSON goes")
+    add_size_options(parser, RESULTS, f"{TINY_SAMPLES} samples: checks, not figures")
     arguments = parser.parse_args()
     count = TINY_SAMPLES if arguments.tiny else SAMPLES
     results = asyncio.run(conditions(count))

@@ -23,6 +23,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from timing import add_size_options  # noqa: E402
+
 from lsp_spark.context.budget import Budget  # noqa: E402
 from lsp_spark.context.builder import ContextOptions, build_context  # noqa: E402
 from lsp_spark.documents import PositionEncoding  # noqa: E402
@@ -90,10 +92,7 @@ def naive_tokens(lines: list[str], row: int, budget: Budget) -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument(
-        "--tiny", action="store_true", help=f"{TINY_SAMPLES} samples: checks, not figures"
-    )
-    parser.add_argument("--output", type=Path, default=RESULTS, help="where the JSON goes")
+    add_size_options(parser, RESULTS, f"{TINY_SAMPLES} samples: checks, not figures")
     arguments = parser.parse_args()
     text = standard_library_source()
     lines = text.split("\n")

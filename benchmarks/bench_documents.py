@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from lsprotocol import types as lsp
 from pygls.workspace import TextDocument
-from timing import measure
+from timing import add_size_options, measure
 
 from lsp_spark.documents import Document, PositionEncoding
 
@@ -129,10 +129,7 @@ def run(calls: int) -> tuple[dict[str, dict[str, float]], int]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument(
-        "--tiny", action="store_true", help=f"{TINY_CALLS} calls a case: checks, not figures"
-    )
-    parser.add_argument("--output", type=Path, default=RESULTS, help="where the JSON goes")
+    add_size_options(parser, RESULTS, f"{TINY_CALLS} calls a case: checks, not figures")
     arguments = parser.parse_args()
     results, size = run(TINY_CALLS if arguments.tiny else CALLS)
     width = max(map(len, results))

@@ -30,6 +30,7 @@ sys.path.insert(0, str(ROOT))
 import httpcore  # noqa: E402
 import httpx  # noqa: E402
 from cerebras.cloud.sdk import AsyncCerebras  # noqa: E402
+from timing import add_size_options  # noqa: E402
 
 from lsp_spark.backends.http import ApiClient  # noqa: E402
 from lsp_spark.testing.cerebras_server import CerebrasTestServer  # noqa: E402
@@ -144,10 +145,7 @@ async def measure(base_url: str, share: int) -> dict[str, dict[str, float]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument(
-        "--tiny", action="store_true", help=f"1/{TINY_SHARE} of the completions: checks only"
-    )
-    parser.add_argument("--output", type=Path, default=RESULTS, help="where the JSON goes")
+    add_size_options(parser, RESULTS, f"1/{TINY_SHARE} of the completions: checks only")
     arguments = parser.parse_args()
     context = multiprocessing.get_context("spawn")
     ours, theirs = context.Pipe()

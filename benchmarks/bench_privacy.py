@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from timing import measure
+from timing import add_size_options, measure
 
 from lsp_spark.privacy import Exclusions, redact, redact_parts
 
@@ -133,10 +133,7 @@ def run(share: int) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, in
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument(
-        "--tiny", action="store_true", help=f"1/{TINY_SHARE} of the calls: checks, not figures"
-    )
-    parser.add_argument("--output", type=Path, default=RESULTS, help="where the JSON goes")
+    add_size_options(parser, RESULTS, f"1/{TINY_SHARE} of the calls: checks, not figures")
     arguments = parser.parse_args()
     results, counts = run(TINY_SHARE if arguments.tiny else 1)
     width = max(map(len, results))

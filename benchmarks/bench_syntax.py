@@ -28,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from timing import time_each
+from timing import add_size_options, time_each
 from tree_sitter import Node, Parser
 
 from lsp_spark.documents import Document, Position, PositionEncoding
@@ -309,12 +309,11 @@ def bench(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument(
-        "--tiny",
-        action="store_true",
-        help=f"{TINY_POSITIONS} rows, {TINY_FULL_PARSES} full parses: checks, not figures",
+    add_size_options(
+        parser,
+        RESULTS,
+        f"{TINY_POSITIONS} rows, {TINY_FULL_PARSES} full parses: checks, not figures",
     )
-    parser.add_argument("--output", type=Path, default=RESULTS, help="where the JSON goes")
     arguments = parser.parse_args()
     positions = TINY_POSITIONS if arguments.tiny else POSITIONS
     full_parses = TINY_FULL_PARSES if arguments.tiny else FULL_PARSES

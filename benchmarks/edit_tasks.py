@@ -40,6 +40,7 @@ sys.path.insert(0, str(ROOT))
 from lsprotocol import types  # noqa: E402
 from pygls.exceptions import JsonRpcException  # noqa: E402
 from pygls.lsp.client import LanguageClient  # noqa: E402
+from timing import add_size_options  # noqa: E402
 from tree_sitter import Parser  # noqa: E402
 
 from lsp_spark.actions.diffing import split_lines  # noqa: E402
@@ -357,10 +358,7 @@ def main() -> None:
         help="default both, or with --tiny scripted",
     )
     parser.add_argument("--threads", type=int, default=max(1, min(4, os.cpu_count() or 1)))
-    parser.add_argument(
-        "--tiny", action="store_true", help="two tasks: checks that edits come back, in seconds"
-    )
-    parser.add_argument("--output", type=Path, default=RESULTS, help="where the JSON goes")
+    add_size_options(parser, RESULTS, "two tasks: checks that edits come back, in seconds")
     arguments = parser.parse_args()
     tasks = tiny(load_tasks()) if arguments.tiny else load_tasks()
     chosen = arguments.backend or ("scripted" if arguments.tiny else "both")

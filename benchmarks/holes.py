@@ -45,6 +45,7 @@ sys.path.insert(0, str(ROOT))
 from lsprotocol import types  # noqa: E402
 from pygls.exceptions import JsonRpcException  # noqa: E402
 from pygls.lsp.client import LanguageClient  # noqa: E402
+from timing import add_size_options  # noqa: E402
 
 from lsp_spark.demo import _drain, loopback_backend  # noqa: E402
 from lsp_spark.postprocess.filters import FILTERS  # noqa: E402
@@ -531,12 +532,11 @@ async def evaluate(arguments: argparse.Namespace) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--holes", type=int, default=DEFAULT_HOLES, help="how many holes")
-    parser.add_argument(
-        "--tiny",
-        action="store_true",
-        help=f"{TINY_HOLES} holes, baseline only: checks that holes are answered, in seconds",
+    add_size_options(
+        parser,
+        RESULTS,
+        f"{TINY_HOLES} holes, baseline only: checks that holes are answered, in seconds",
     )
-    parser.add_argument("--output", type=Path, default=RESULTS, help="where the JSON goes")
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="which holes")
     parser.add_argument(
         "--configs", choices=("all", "sources", "filters", "baseline"), default="all"

@@ -31,6 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 from lsprotocol import types  # noqa: E402
 from pygls.lsp.client import LanguageClient  # noqa: E402
+from timing import add_size_options  # noqa: E402
 
 from lsp_spark.testing import isolated_environment  # noqa: E402
 from lsp_spark.testing.cerebras_server import CerebrasTestServer, Fault  # noqa: E402
@@ -169,10 +170,7 @@ async def benchmark(timeout_ms: int) -> dict[str, dict[str, Any]]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument(
-        "--tiny", action="store_true", help="a 500 ms request deadline: checks, not figures"
-    )
-    parser.add_argument("--output", type=Path, default=RESULTS, help="where the JSON goes")
+    add_size_options(parser, RESULTS, "a 500 ms request deadline: checks, not figures")
     arguments = parser.parse_args()
     timeout_ms = 500 if arguments.tiny else 8000
     rows = asyncio.run(benchmark(timeout_ms))

@@ -1,9 +1,10 @@
 """The document store: the server's single source of truth for open buffers.
 
 pygls' workspace is bypassed because it rebuilds the whole source string and line list on every
-incremental change (about a millisecond on a 200 KB file). Here a keystroke costs about ten
-microseconds, any of the three LSP position encodings is accepted, and each change yields the
-byte-level edit tree-sitter needs for incremental reparsing.
+incremental change, a cost that grows with the file. Here a keystroke's cost grows with the
+number of blocks, not the text (`python benchmarks/bench_documents.py`), any of the three LSP
+position encodings is accepted, and each change yields the byte-level edit tree-sitter needs
+for incremental reparsing.
 
 Lines (each keeping its own terminator) are grouped into blocks of about ``_BLOCK`` lines, each
 caching its code point, UTF-8 and line totals; the document keeps prefix tables of those totals
@@ -362,8 +363,8 @@ class Document:
         """The whole text as UTF-8, for tree-sitter: joined from the blocks' cached
         encodings (only changed blocks encode again).
 
-        Not a read callback: py-tree-sitter 0.26 keeps every chunk a callback returns
-        (2,000 parses of a 20 KB file through a callback grew memory by 55 MB)."""
+        Not a read callback: py-tree-sitter 0.26 keeps every chunk a callback returns, so
+        memory would grow with every parse."""
         return b"".join(block.utf8 for block in self._blocks)
 
     def read_utf8(self, byte_offset: int, point: Point) -> bytes:

@@ -1,9 +1,9 @@
 """The messages of every keystroke, taken straight from JSON to the pipeline and back.
 
 pygls turns each message into typed objects (cattrs both ways), copies a context, and wraps
-even a synchronous handler in a future: on the keystroke's path that cost more than
-everything else the server did, several times over once the process had idled between
-keystrokes. Here `didChange`, `inlineCompletion`, `completion` and `$/cancelRequest` for
+even a synchronous handler in a future: on the keystroke's path that costs more than
+everything else the server does (`python benchmarks/replay.py` shows the server's overhead
+per keystroke). Here `didChange`, `inlineCompletion`, `completion` and `$/cancelRequest` for
 them are read as plain JSON, and answers are written as plain JSON. A message of any other
 shape is left to pygls, which answers it as the spec says, so the two paths cannot disagree
 on what is valid.
@@ -15,6 +15,7 @@ import asyncio
 import json
 import logging
 from collections.abc import Callable, Coroutine
+from functools import partial
 from typing import Any, Protocol, TypeGuard
 
 from lsprotocol import types
@@ -170,18 +171,26 @@ class HotPath:
         return None if parsed is None else self._server.completion_list(*parsed)
 
     def _start(self, msg_id: Any, answer: Coroutine[Any, Any, dict[str, Any]]) -> None:
-        self._running[msg_id] = asyncio.get_running_loop().create_task(self._answer(msg_id, answer))
+        task = asyncio.get_running_loop().create_task(self._answer(msg_id, answer))
+        task.add_done_callback(partial(self._never_ran, msg_id, answer))
+        self._running[msg_id] = task
+
+    def _never_ran(
+        self, msg_id: Any, answer: Coroutine[Any, Any, dict[str, Any]], task: asyncio.Task[None]
+    ) -> None:
+        """A task cancelled before its first step (a `$/cancelRequest` in the same read as
+        its request) never runs `_answer`, which answers and forgets every other one."""
+        if self._running.get(msg_id) is task:
+            del self._running[msg_id]
+            answer.close()
+            self._send_cancelled(msg_id)
 
     async def _answer(self, msg_id: Any, answer: Coroutine[Any, Any, dict[str, Any]]) -> None:
         """Await the answer and send it from this task, the moment it is ready."""
         try:
             result = await answer
         except asyncio.CancelledError:
-            error = {
-                "code": JsonRpcRequestCancelled.CODE,
-                "message": f"Request {msg_id!r} was cancelled",
-            }
-            self._send(msg_id, "error", error)
+            self._send_cancelled(msg_id)
             raise
         except Exception as failure:
             log.error("answering request %r failed", msg_id, exc_info=failure)
@@ -193,6 +202,13 @@ class HotPath:
             # A newer request under the same id (a client reusing ids) keeps its entry.
             if self._running.get(msg_id) is asyncio.current_task():
                 del self._running[msg_id]
+
+    def _send_cancelled(self, msg_id: Any) -> None:
+        error = {
+            "code": JsonRpcRequestCancelled.CODE,
+            "message": f"Request {msg_id!r} was cancelled",
+        }
+        self._send(msg_id, "error", error)
 
     def _respond(self, msg_id: Any, result: dict[str, Any]) -> None:
         self._send(msg_id, "result", result)

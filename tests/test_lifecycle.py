@@ -5,6 +5,7 @@ reuses while the first request under the id is still running."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -260,3 +261,25 @@ def test_a_reused_id_still_cancels_the_newest_command(
     answer = model_client.read_until(is_answer_to("same"), "answer to the cancelled command")[-1]
     assert error_code(answer) == REQUEST_CANCELLED, answer
     assert cerebras.wait_for(lambda: cerebras.completion_requests[1].client_hung_up, WAIT)
+
+
+def test_a_request_cancelled_in_the_same_read_is_answered_once(model_client: RawClient) -> None:
+    """The `$/cancelRequest` arrives with its request, before the request's task has taken a
+    step: it is still answered (RequestCancelled), once, and nothing is left pending."""
+    uri = "file:///work/cancelled_at_once.py"
+    open_document(model_client, uri)
+    request = {
+        "jsonrpc": "2.0",
+        "id": "at-once",
+        "method": "textDocument/inlineCompletion",
+        "params": inline_params(uri),
+    }
+    cancel = {"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": "at-once"}}
+    framed = [json.dumps(message).encode() for message in (request, cancel)]
+    model_client.write(b"".join(b"Content-Length: %d\r\n\r\n%s" % (len(b), b) for b in framed))
+    answer = model_client.read_until(is_answer_to("at-once"), "answer to the cancelled request")
+    assert error_code(answer[-1]) == REQUEST_CANCELLED, answer[-1]
+    send_request(model_client, "stats", "lspSpark/stats")
+    seen = model_client.messages_until("stats")
+    assert not [message for message in seen if message.get("id") == "at-once"], "answered once"
+    assert seen[-1]["result"]["pendingRequests"] == 0

@@ -1,8 +1,10 @@
 """The one place that owns the backend: creating it from settings, warming it, rebuilding it
 when its own settings change, pausing after failures and telling the user about them once.
 
-Completions, code actions and the security review all ask this holder for the backend, so a
-rejected key or a rate limit found by one of them is respected by the others.
+Completions, code actions and the security review all get the backend from this holder, so
+they share one backend and its warm connections. Completions, asked on every keystroke, pause
+after failures (`ready`); a code action or a review, asked for once, always goes out
+(`current`) and tells its own failure.
 """
 
 from __future__ import annotations
