@@ -29,6 +29,15 @@ class Store:
 """
 
 
+def added_errors(syntax, cursor: int, line_prefix: str, text: str) -> int:
+    return boundaries.SuggestionCheck(syntax, cursor, line_prefix).added_errors(text)
+
+
+def parses_at_cursor(text: str, cursor: int) -> bool:
+    line_prefix = text.encode()[:cursor].decode().rpartition("\n")[2]
+    return boundaries.SuggestionCheck(tree_of(text), cursor, line_prefix).parses_at_cursor()
+
+
 def tree_of(text: str, language: str = "python"):
     workspace = Workspace()
     document = workspace.open(f"file:///w/example.{language}", language, 1, text)
@@ -54,21 +63,29 @@ def test_added_errors_counts_only_what_the_insertion_breaks() -> None:
     text = "def f():\n    \n\nbroken = (\n"
     syntax = tree_of(text)
     cursor = len(b"def f():\n    ")
-    assert boundaries.added_errors(syntax, cursor, "    ", "return 1") == 0
-    assert boundaries.added_errors(syntax, cursor, "    ", "return (1") > 0
+    assert added_errors(syntax, cursor, "    ", "return 1") == 0
+    assert added_errors(syntax, cursor, "    ", "return (1") > 0
 
 
-def test_parses_near_the_cursor() -> None:
-    assert boundaries.parses_near(tree_of("x = 1\n"), 3)
-    assert not boundaries.parses_near(tree_of("x = (\n"), 4)
-    assert not boundaries.parses_near(tree_of("def f():\n    result = (\n    \n"), 28)
+def test_parses_at_the_cursor() -> None:
+    assert parses_at_cursor("x = 1\n", 3)
+    assert not parses_at_cursor("x = (\n", 4)
+    assert not parses_at_cursor("def f():\n    result = (\n    \n", 28)
 
 
 def test_brace_languages_too() -> None:
     syntax = tree_of("function f() {\n  \n}\n", "javascript")
     cursor = len(b"function f() {\n  ")
-    assert boundaries.added_errors(syntax, cursor, "  ", "return 1;") == 0
-    assert boundaries.added_errors(syntax, cursor, "  ", "return g(;") > 0
+    assert added_errors(syntax, cursor, "  ", "return 1;") == 0
+    assert added_errors(syntax, cursor, "  ", "return g(;") > 0
+
+
+def test_an_indented_top_level_statement_is_checked_as_it_is_outside_python() -> None:
+    text = "  function f() {\n    \n  }\n"
+    syntax = tree_of(text, "javascript")
+    cursor = len(b"  function f() {\n    ")
+    assert added_errors(syntax, cursor, "    ", "return 1;") == 0
+    assert added_errors(syntax, cursor, "    ", "return g(;") > 0
 
 
 def test_huge_statements_are_checked_in_place(monkeypatch) -> None:
@@ -76,8 +93,8 @@ def test_huge_statements_are_checked_in_place(monkeypatch) -> None:
     text = "def f():\n    \n\nbroken = (\n"
     syntax = tree_of(text)
     cursor = len(b"def f():\n    ")
-    assert boundaries.added_errors(syntax, cursor, "    ", "return 1") == 0
-    assert boundaries.added_errors(syntax, cursor, "    ", "return (1") > 0
+    assert added_errors(syntax, cursor, "    ", "return 1") == 0
+    assert added_errors(syntax, cursor, "    ", "return (1") > 0
 
 
 BROKEN = "class Store:\n    def get(self):\n        broken = (\n        \n"
@@ -100,18 +117,18 @@ def test_a_method_of_a_big_class_is_checked_without_the_class(monkeypatch) -> No
     monkeypatch.setattr(boundaries, "_added_errors_in_place", whole_file)
     syntax = tree_of(CLASS)
     cursor = CLASS.index("        \n") + 8
-    assert boundaries.added_errors(syntax, cursor, " " * 8, "return value") == 0
-    assert boundaries.added_errors(syntax, cursor, " " * 8, "return (value") > 0
+    assert added_errors(syntax, cursor, " " * 8, "return value") == 0
+    assert added_errors(syntax, cursor, " " * 8, "return (value") > 0
     stepping_out = "return value\n\n    def has(self, key):\n        return key in self.items"
-    assert boundaries.added_errors(syntax, cursor, " " * 8, stepping_out) == 0
-    assert boundaries.added_errors(syntax, cursor, " " * 8, stepping_out + "(") > 0
+    assert added_errors(syntax, cursor, " " * 8, stepping_out) == 0
+    assert added_errors(syntax, cursor, " " * 8, stepping_out + "(") > 0
 
 
 def test_a_nested_statement_counts_only_the_errors_the_insertion_adds() -> None:
     syntax = tree_of(BROKEN)
     cursor = len(BROKEN) - 1
-    assert boundaries.added_errors(syntax, cursor, " " * 8, "1)") <= 0
-    assert boundaries.added_errors(syntax, cursor, " " * 8, "def (") > 0
+    assert added_errors(syntax, cursor, " " * 8, "1)") <= 0
+    assert added_errors(syntax, cursor, " " * 8, "def (") > 0
 
 
 @pytest.mark.parametrize(
@@ -133,7 +150,7 @@ def test_a_nested_statement_counts_only_the_errors_the_insertion_adds() -> None:
 def test_a_nested_statement_agrees_with_the_whole_file(insertion: str) -> None:
     syntax = tree_of(CLASS)
     cursor = CLASS.index("        \n") + 8
-    alone = boundaries.added_errors(syntax, cursor, " " * 8, insertion)
+    alone = added_errors(syntax, cursor, " " * 8, insertion)
     in_place = boundaries._added_errors_in_place(syntax, cursor, insertion.encode())
     assert (alone > 0) == (in_place > 0)
 
@@ -143,8 +160,8 @@ def test_in_the_middle_of_a_line_the_whole_statement_is_checked(monkeypatch) -> 
     syntax = tree_of(CLASS)
     cursor = CLASS.index("self.items[key]\n") + len("self.items[")
     prefix = "        value = self.items["
-    assert boundaries.added_errors(syntax, cursor, prefix, "key, default") == 0
-    assert boundaries.added_errors(syntax, cursor, prefix, "key, (") > 0
+    assert added_errors(syntax, cursor, prefix, "key, default") == 0
+    assert added_errors(syntax, cursor, prefix, "key, (") > 0
 
 
 class CountingParser:
@@ -170,11 +187,11 @@ def test_the_statement_alone_is_parsed_at_most_once_for_all_checked_versions(
     syntax = tree_of(text, language)
     counting = CountingParser(boundaries._checker(syntax.language))
     monkeypatch.setattr(boundaries, "_checker", lambda language: counting)
-    boundaries._counted_errors.cache_clear()
     cursor = text.index(line_prefix + "\n", text.index("\n")) + len(line_prefix)
+    check = boundaries.SuggestionCheck(syntax, cursor, line_prefix)
     versions = ["more(1)\n  and(2)", "more(1)", "more("]
     for version in versions:
-        boundaries.added_errors(syntax, cursor, line_prefix, version)
+        check.added_errors(version)
     assert len(counting.parsed) == len(versions) + parsed_alone
 
 
@@ -203,7 +220,7 @@ def test_a_branch_after_a_comment_is_checked_with_its_if(monkeypatch, insertion:
     monkeypatch.setattr(boundaries, "STANDALONE_LIMIT", 160)
     syntax = tree_of(BRANCHES)
     cursor = BRANCHES.index("        \n") + 8
-    alone = boundaries.added_errors(syntax, cursor, " " * 8, insertion)
+    alone = added_errors(syntax, cursor, " " * 8, insertion)
     in_place = boundaries._added_errors_in_place(syntax, cursor, insertion.encode())
     assert (alone > 0) == (in_place > 0)
 
@@ -227,7 +244,7 @@ def test_the_statement_check_agrees_with_the_whole_file_on_real_code(path: str) 
         syntax = tree_of(typed)
         cursor = len(typed.encode())
         for insertion in (following, following + ")", "(" + following):
-            alone = boundaries.added_errors(syntax, cursor, indent, insertion)
+            alone = added_errors(syntax, cursor, indent, insertion)
             in_place = boundaries._added_errors_in_place(syntax, cursor, insertion.encode())
             assert (alone > 0) == (in_place > 0), (typed[-80:], insertion)
 
@@ -247,7 +264,7 @@ def test_after_enter_the_check_counts_as_with_a_reparsed_tree(path: str) -> None
         version = syntax.version
         cursor = len(typed.encode())
         for insertion in (following, following + ")", "(" + following):
-            edited = boundaries.added_errors(syntax, cursor, indent, insertion)
-            assert edited == boundaries.added_errors(tree_of(typed), cursor, indent, insertion)
+            edited = added_errors(syntax, cursor, indent, insertion)
+            assert edited == added_errors(tree_of(typed), cursor, indent, insertion)
         unparsed += syntax.version == version
     assert unparsed > 0

@@ -6,17 +6,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lsp_spark.postprocess import SuggestionStream
+from lsp_spark.actions.rewrite import extract_code
+from lsp_spark.languages import profile_for
+from lsp_spark.postprocess import CursorContext, SuggestionStream, clean
+from lsp_spark.postprocess.brackets import Brackets
+from lsp_spark.postprocess.context import detect_indent_unit
 from lsp_spark.postprocess.filters import (
     FILTERS,
     MAX_CHARS,
     MAX_LINES,
     MAX_PARSE_CHECKS,
-    Brackets,
-    CursorContext,
-    clean,
     cut_repetition,
-    detect_indent_unit,
     drop_repeated_suffix_lines,
     limit_lines,
     limit_scope,
@@ -29,8 +29,15 @@ from lsp_spark.postprocess.filters import (
     trim_suffix_overlap,
     trim_trailing_whitespace,
 )
+from lsp_spark.postprocess.stage import Filter, Stage
 
 AT_LINE_END = CursorContext(line_prefix="    total = ", line_suffix="")
+NAMES = frozenset(step.__name__ for step in FILTERS)
+
+
+def only(step: Filter, text: str, context: CursorContext) -> str:
+    """The text as this one filter leaves it."""
+    return clean(text, context, skip=NAMES - {step.__name__})
 
 
 @pytest.mark.parametrize(
@@ -44,7 +51,7 @@ AT_LINE_END = CursorContext(line_prefix="    total = ", line_suffix="")
     ],
 )
 def test_strip_special_tokens(raw: str, expected: str) -> None:
-    assert strip_special_tokens(raw, AT_LINE_END) == expected
+    assert only(strip_special_tokens, raw, AT_LINE_END) == expected
 
 
 @pytest.mark.parametrize(
@@ -54,31 +61,62 @@ def test_strip_special_tokens(raw: str, expected: str) -> None:
         ("Here is the completion:\n```\nfoo()\n```", "foo()\n"),
         ("```js\nlet a = 1;", "let a = 1;"),
         ("no fences here", "no fences here"),
+        ("~~~go\nx := 1\n~~~", "x := 1\n"),
+        ("Sure! ```js\nfoo()\n```", "foo()\n"),
+        ("```python\ns = '```'\n```", "s = '```'\n"),
+        (
+            '```python\ndef f():\n    """\n    ```\n    """\n```',
+            'def f():\n    """\n    ```\n    """\n',
+        ),
+        ("x = 1\n```", "x = 1\n```"),
+    ],
+    ids=[
+        "closed",
+        "preamble",
+        "unclosed",
+        "bare",
+        "tildes",
+        "sentence-on-the-fence-line",
+        "fence-inside-a-string",
+        "fence-inside-an-indented-docstring",
+        "no-opening",
     ],
 )
 def test_strip_fences_and_preamble(raw: str, expected: str) -> None:
-    assert strip_fences_and_preamble(raw, AT_LINE_END) == expected
+    assert only(strip_fences_and_preamble, raw, AT_LINE_END) == expected
+
+
+def test_completions_and_code_actions_read_fences_alike() -> None:
+    reply = "Here is the code:\n\n~~~py\nx = 1\n    ```\ny = 2\n~~~\nThis adds y."
+    assert only(strip_fences_and_preamble, reply, AT_LINE_END).rstrip() == extract_code(reply)
+
+
+def test_every_filter_is_one_function_named_as_the_setting_names_it() -> None:
+    """`disabledFilters` names a filter by its function's name."""
+    context = CursorContext(line_prefix="    x = ", line_suffix=")", next_lines=("}",))
+    assert len(NAMES) == len(FILTERS)
+    assert all(isinstance(step(context), Stage) for step in FILTERS)
 
 
 def test_strip_echoed_line_prefix_removes_a_restated_line() -> None:
     context = CursorContext(line_prefix="    return fib(", line_suffix="")
-    assert strip_echoed_line_prefix("return fib(n - 1)", context) == "n - 1)"
-    assert strip_echoed_line_prefix("n - 1)", context) == "n - 1)"
+    assert only(strip_echoed_line_prefix, "return fib(n - 1)", context) == "n - 1)"
+    assert only(strip_echoed_line_prefix, "n - 1)", context) == "n - 1)"
 
 
 def test_limit_lines_keeps_one_line_when_text_follows_the_cursor() -> None:
     context = CursorContext(line_prefix="print(", line_suffix=")", multiline=False)
-    assert limit_lines("a, b)\nprint(c)", context) == "a, b)"
+    assert only(limit_lines, "a, b)\nprint(c)", context) == "a, b)"
 
 
 def test_limit_lines_caps_multiline_output() -> None:
     context = CursorContext(line_prefix="", line_suffix="", max_lines=2)
-    assert limit_lines("one\ntwo\nthree", context) == "one\ntwo"
+    assert only(limit_lines, "one\ntwo\nthree", context) == "one\ntwo"
 
 
 def test_limit_lines_gives_nothing_for_a_leading_blank_line_mid_line() -> None:
     context = CursorContext(line_prefix="x = ", line_suffix=" # note", multiline=False)
-    assert limit_lines("\n1", context) == ""
+    assert only(limit_lines, "\n1", context) == ""
 
 
 def test_drop_repeated_suffix_lines_cuts_where_the_model_retypes_the_next_line() -> None:
@@ -86,11 +124,11 @@ def test_drop_repeated_suffix_lines_cuts_where_the_model_retypes_the_next_line()
         line_prefix="    ", line_suffix="", next_lines=("    return result", "")
     )
     text = "result = compute()\n    return result\n"
-    assert drop_repeated_suffix_lines(text, context) == "result = compute()"
+    assert only(drop_repeated_suffix_lines, text, context) == "result = compute()"
 
 
 def test_trim_trailing_whitespace() -> None:
-    assert trim_trailing_whitespace("a  \nb\t\n\n", AT_LINE_END) == "a\nb"
+    assert only(trim_trailing_whitespace, "a  \nb\t\n\n", AT_LINE_END) == "a\nb"
 
 
 def test_replaced_suffix_length_covers_an_auto_inserted_bracket() -> None:
@@ -157,42 +195,42 @@ def indented(unit: str, line_prefix: str = "    ", language: str = "python") -> 
 
 def test_normalise_indentation_turns_spaces_into_the_documents_tabs() -> None:
     text = "for x in xs:\n        total += x\n    return total"
-    assert normalise_indentation(text, indented("\t", "\t")) == (
+    assert only(normalise_indentation, text, indented("\t", "\t")) == (
         "for x in xs:\n\t\ttotal += x\n\treturn total"
     )
 
 
 def test_normalise_indentation_turns_tabs_into_the_documents_spaces() -> None:
     text = "for x in xs:\n\t\ttotal += x\n\treturn total"
-    assert normalise_indentation(text, indented("  ", "  ")) == (
+    assert only(normalise_indentation, text, indented("  ", "  ")) == (
         "for x in xs:\n    total += x\n  return total"
     )
 
 
 def test_normalise_indentation_narrows_four_space_nesting_in_a_two_space_file() -> None:
     text = "if (ok) {\n      run();\n  }\n  done();"
-    assert normalise_indentation(text, indented("  ", "  ", "javascript")) == (
+    assert only(normalise_indentation, text, indented("  ", "  ", "javascript")) == (
         "if (ok) {\n    run();\n  }\n  done();"
     )
 
 
 def test_normalise_indentation_widens_two_space_nesting_in_a_four_space_file() -> None:
     text = "if ok:\n      run()\n        more()\n    done()"
-    assert normalise_indentation(text, indented("    ")) == (
+    assert only(normalise_indentation, text, indented("    ")) == (
         "if ok:\n        run()\n            more()\n    done()"
     )
 
 
 def test_normalise_indentation_leaves_matching_and_single_line_text_alone() -> None:
     text = "if ok:\n        run()\n    done()"
-    assert normalise_indentation(text, indented("    ")) == text
-    assert normalise_indentation("\tx = 1", indented("    ")) == "\tx = 1"
+    assert only(normalise_indentation, text, indented("    ")) == text
+    assert only(normalise_indentation, "\tx = 1", indented("    ")) == "\tx = 1"
 
 
 def test_normalise_indentation_keeps_hanging_continuations() -> None:
     """Black indents a def's arguments by two levels; that is not a different unit."""
     text = "def f(\n        a,\n        b,\n):"
-    assert normalise_indentation(text, indented("    ", "")) == text
+    assert only(normalise_indentation, text, indented("    ", "")) == text
 
 
 # --- limit_scope ---------------------------------------------------------------------
@@ -200,22 +238,27 @@ def test_normalise_indentation_keeps_hanging_continuations() -> None:
 
 def test_limit_scope_cuts_a_dedented_line_in_python() -> None:
     text = "return a + b\n\ndef sub(a, b):\n    return a - b"
-    assert limit_scope(text, indented("    ")) == "return a + b\n"
+    assert only(limit_scope, text, indented("    ")) == "return a + b\n"
 
 
 def test_limit_scope_takes_the_first_lines_own_indentation_at_column_zero() -> None:
     context = indented("    ", "")
-    assert limit_scope("    x = 1\n    return x\nprint(f())", context) == "    x = 1\n    return x"
+    assert (
+        only(limit_scope, "    x = 1\n    return x\nprint(f())", context)
+        == "    x = 1\n    return x"
+    )
 
 
 def test_limit_scope_cuts_a_sibling_definition_but_keeps_its_decorators_together() -> None:
     text = "@property\ndef a(self):\n    return 1\n\n@property\ndef b(self):\n    return 2"
-    assert limit_scope(text, indented("    ", "")) == "@property\ndef a(self):\n    return 1\n"
+    assert (
+        only(limit_scope, text, indented("    ", "")) == "@property\ndef a(self):\n    return 1\n"
+    )
 
 
 def test_limit_scope_keeps_a_nested_definition_after_statements() -> None:
     text = "x = 1\n    def helper():\n        return x\n    return helper"
-    assert limit_scope(text, indented("    ")) == text
+    assert only(limit_scope, text, indented("    ")) == text
 
 
 def brace_context(next_lines: tuple[str, ...], line_prefix: str = "  ") -> CursorContext:
@@ -230,53 +273,53 @@ def brace_context(next_lines: tuple[str, ...], line_prefix: str = "  ") -> Curso
 
 def test_limit_scope_drops_a_closer_the_suffix_already_has() -> None:
     text = "return a + b;\n}\n\nfunction sub(a, b) {}"
-    assert limit_scope(text, brace_context(("}", ""))) == "return a + b;"
+    assert only(limit_scope, text, brace_context(("}", ""))) == "return a + b;"
 
 
 def test_limit_scope_keeps_a_closer_the_suffix_lacks() -> None:
     text = "return a + b;\n}\n\nfunction sub(a, b) {}"
-    assert limit_scope(text, brace_context(())) == "return a + b;\n}"
+    assert only(limit_scope, text, brace_context(())) == "return a + b;\n}"
 
 
 def test_limit_scope_keeps_a_closer_that_reopens_when_the_suffix_lacks_one() -> None:
     text = "a();\n} else {\n  b();\n}\nc();"
-    assert limit_scope(text, brace_context(())) == "a();\n} else {\n  b();\n}"
+    assert only(limit_scope, text, brace_context(())) == "a();\n} else {\n  b();\n}"
 
 
 def test_limit_scope_cuts_mid_line_before_a_closer_the_suffix_has() -> None:
-    assert limit_scope("go(); }", brace_context(("}",))) == "go(); "
+    assert only(limit_scope, "go(); }", brace_context(("}",))) == "go(); "
 
 
 def test_limit_scope_ignores_brackets_in_strings_and_comments() -> None:
     text = "log('}', \"}\", `\n}`); /* }\n} */ // }\nnext();\n}"
     assert (
-        limit_scope(text, brace_context(("}",)))
+        only(limit_scope, text, brace_context(("}",)))
         == "log('}', \"}\", `\n}`); /* }\n} */ // }\nnext();"
     )
 
 
 def test_limit_scope_leaves_closers_on_the_cursors_line_to_the_overlap_policy() -> None:
     context = CursorContext(line_prefix="f(", line_suffix=")", language="javascript")
-    assert limit_scope("a, b)", context) == "a, b)"
+    assert only(limit_scope, "a, b)", context) == "a, b)"
 
 
 def test_limit_scope_does_not_count_a_closer_of_another_kind_as_already_there() -> None:
     context = CursorContext(
         line_prefix="const x = foo(", line_suffix="", next_lines=("}",), language="javascript"
     )
-    assert limit_scope("a, b);", context) == "a, b);"
+    assert only(limit_scope, "a, b);", context) == "a, b);"
 
 
 def test_limit_scope_cuts_a_sibling_method_in_a_brace_language() -> None:
     text = "up(): void {\n    this.n++;\n  }\n\n  down(): void {\n    this.n--;\n  }"
     context = brace_context(("}",))
-    assert limit_scope(text, context) == "up(): void {\n    this.n++;\n  }\n"
+    assert only(limit_scope, text, context) == "up(): void {\n    this.n++;\n  }\n"
 
 
 def test_brackets_skip_rust_lifetimes_and_python_long_strings() -> None:
-    rust = Brackets("rust")
+    rust = Brackets(profile_for("rust").syntax)
     assert [char for _, char in rust.scan("fn f<'a>(x: &'a str) -> char { '}' }")] == list("(){}")
-    python = Brackets("python")
+    python = Brackets(profile_for("python").syntax)
     assert list(python.scan('x = """ ( ')) == []
     assert python.open_until == '"""'
     assert [char for _, char in python.scan(' ) """ + f(1)')] == ["(", ")"]
@@ -288,29 +331,29 @@ def test_brackets_skip_rust_lifetimes_and_python_long_strings() -> None:
 
 def test_cut_repetition_keeps_one_copy_of_a_repeated_line() -> None:
     context = indented("    ")
-    assert cut_repetition("run()\n    run()\n    run()", context) == "run()"
+    assert only(cut_repetition, "run()\n    run()\n    run()", context) == "run()"
 
 
 @pytest.mark.parametrize("size", [2, 3, 4])
 def test_cut_repetition_keeps_one_copy_of_a_repeated_block(size: int) -> None:
     block = [f"step{index}()" for index in range(size)]
     text = "\n".join(block * 3)
-    assert cut_repetition(text, indented("", "")) == "\n".join(block)
+    assert only(cut_repetition, text, indented("", "")) == "\n".join(block)
 
 
 def test_cut_repetition_keeps_lines_that_differ_by_indentation_or_are_punctuation() -> None:
     context = indented("    ", "")
     text = "    if a:\n        return x\n    return x\n        }\n    }\n    }"
-    assert cut_repetition(text, context) == text
+    assert only(cut_repetition, text, context) == text
 
 
 def test_cut_repetition_caps_characters_at_a_line_boundary_and_lines() -> None:
     long = "\n".join(f"value_{index} = {index}" for index in range(400))
-    capped = cut_repetition(long, indented("", ""))
+    capped = only(cut_repetition, long, indented("", ""))
     assert len(capped) <= MAX_CHARS
     assert long.startswith(capped + "\n")
     many = "\n".join(f"v{index}" for index in range(MAX_LINES + 20))
-    assert cut_repetition(many, indented("", "")).count("\n") == MAX_LINES - 1
+    assert only(cut_repetition, many, indented("", "")).count("\n") == MAX_LINES - 1
 
 
 # --- the suffix-overlap policy -------------------------------------------------------
@@ -323,43 +366,43 @@ def overlap_context(line_suffix: str, line_prefix: str = "def f(") -> CursorCont
 
 
 def test_trim_suffix_overlap_trims_a_partial_re_type_of_the_rest() -> None:
-    assert trim_suffix_overlap("x: int)", overlap_context(") -> int:")) == "x: int"
+    assert only(trim_suffix_overlap, "x: int)", overlap_context(") -> int:")) == "x: int"
 
 
 def test_trim_suffix_overlap_keeps_the_full_rest_which_is_replaced_instead() -> None:
     context = overlap_context(") -> int:")
-    assert trim_suffix_overlap("x: int) -> int:", context) == "x: int) -> int:"
+    assert only(trim_suffix_overlap, "x: int) -> int:", context) == "x: int) -> int:"
     assert replaced_suffix_length("x: int) -> int:", context) == len(") -> int:")
 
 
 def test_the_suggestions_own_closing_bracket_is_neither_trimmed_nor_replaced() -> None:
     context = overlap_context(")", "print(")
-    assert trim_suffix_overlap("len(x)", context) == "len(x)"
+    assert only(trim_suffix_overlap, "len(x)", context) == "len(x)"
     assert replaced_suffix_length("len(x)", context) == 0
 
 
 def test_trim_suffix_overlap_trims_one_of_two_auto_inserted_closers() -> None:
     context = overlap_context("))", "f(g(")
-    assert trim_suffix_overlap("h(1))", context) == "h(1)"
+    assert only(trim_suffix_overlap, "h(1))", context) == "h(1)"
     assert replaced_suffix_length("h(1))", context) == 0
 
 
 def test_trim_suffix_overlap_needs_a_token_boundary_for_words() -> None:
-    assert trim_suffix_overlap("a + x", overlap_context("x + 1", "y = ")) == "a + x"
-    assert trim_suffix_overlap("a, value", overlap_context("value)", "f(")) == "a, "
-    assert trim_suffix_overlap("a, val", overlap_context("value)", "f(")) == "a, val"
+    assert only(trim_suffix_overlap, "a + x", overlap_context("x + 1", "y = ")) == "a + x"
+    assert only(trim_suffix_overlap, "a, value", overlap_context("value)", "f(")) == "a, "
+    assert only(trim_suffix_overlap, "a, val", overlap_context("value)", "f(")) == "a, val"
 
 
 def test_trim_suffix_overlap_drops_the_space_before_a_spaced_suffix() -> None:
-    assert trim_suffix_overlap("base +", overlap_context(" + offset", "return ")) == "base"
+    assert only(trim_suffix_overlap, "base +", overlap_context(" + offset", "return ")) == "base"
 
 
 def test_drop_repeated_suffix_lines_matches_bare_closers_only_at_the_same_indentation() -> None:
     context = CursorContext(line_prefix="    ", line_suffix="", next_lines=("}",))
-    assert drop_repeated_suffix_lines("if (x) {\n        y();\n    }", context) == (
+    assert only(drop_repeated_suffix_lines, "if (x) {\n        y();\n    }", context) == (
         "if (x) {\n        y();\n    }"
     )
-    assert drop_repeated_suffix_lines("y();\n}", context) == "y();"
+    assert only(drop_repeated_suffix_lines, "y();\n}", context) == "y();"
 
 
 # --- prefer_parsable -----------------------------------------------------------------
@@ -393,12 +436,12 @@ def parsed(text: str, line_suffix: str = "", parses_at_cursor: bool = True) -> t
         new_errors=checks,
         parses_at_cursor=parses_at_cursor,
     )
-    return prefer_parsable(text, context), len(checks.checked)
+    return only(prefer_parsable, text, context), len(checks.checked)
 
 
 def test_prefer_parsable_keeps_a_suggestion_that_adds_no_error() -> None:
     assert parsed("f(x)\ng(y)") == ("f(x)\ng(y)", 1)
-    assert prefer_parsable("f(", CursorContext(line_prefix="", line_suffix="")) == "f("
+    assert only(prefer_parsable, "f(", CursorContext(line_prefix="", line_suffix="")) == "f("
 
 
 def test_prefer_parsable_drops_trailing_lines_until_it_parses() -> None:
@@ -420,7 +463,7 @@ def test_prefer_parsable_keeps_the_text_when_the_document_is_broken_at_the_curso
 def test_prefer_parsable_checks_the_text_as_it_lands_after_the_replaced_range() -> None:
     checks = FakeParser("f(", ")")
     context = CursorContext(line_prefix="f(", line_suffix=")", new_errors=checks)
-    assert prefer_parsable("a, b)", context) == "a, b)"
+    assert only(prefer_parsable, "a, b)", context) == "a, b)"
     assert checks.checked == ["a, b"]
 
 
@@ -538,21 +581,21 @@ def test_skipped_filters_neither_clean_nor_stop_the_stream() -> None:
 
 def test_limit_scope_counts_only_real_definitions_as_siblings() -> None:
     python = "def a():\n    pass\nrecord = load()\nmod = 3\nclass_ = None"
-    assert limit_scope(python, indented("    ", "")) == python
+    assert only(limit_scope, python, indented("    ", "")) == python
     go = CursorContext(line_prefix="\t", line_suffix="", language="go", indent_unit="\t")
     goroutines = "go func() {\n\twork()\n}()\ngo func() {\n\tmore()\n}()"
-    assert limit_scope(goroutines, go) == goroutines
+    assert only(limit_scope, goroutines, go) == goroutines
     branches = "if (a) {\n  x();\n}\nif (b) {\n  y();\n}"
-    assert limit_scope(branches, brace_context(())) == branches
+    assert only(limit_scope, branches, brace_context(())) == branches
 
 
 def test_cut_repetition_cuts_a_line_that_loops_on_a_short_piece() -> None:
     context = CursorContext(line_prefix="    yield ", line_suffix="", multiline=False)
-    assert cut_repetition("y, m, d" + ", i" * 30, context) == "y, m, d, i"
+    assert only(cut_repetition, "y, m, d" + ", i" * 30, context) == "y, m, d, i"
     looping = 'IndexError("left is not a list of' + " list of" * 12
-    assert cut_repetition(looping, context) == 'IndexError("left is not a list of'
-    assert cut_repetition("[0, 0, 0, 0]", context) == "[0, 0, 0, 0]"
-    assert cut_repetition("# " + "-" * 40, context) == "# " + "-" * 40
+    assert only(cut_repetition, looping, context) == 'IndexError("left is not a list of'
+    assert only(cut_repetition, "[0, 0, 0, 0]", context) == "[0, 0, 0, 0]"
+    assert only(cut_repetition, "# " + "-" * 40, context) == "# " + "-" * 40
 
 
 def test_the_stream_stops_when_a_line_starts_looping() -> None:

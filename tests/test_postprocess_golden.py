@@ -17,13 +17,9 @@ from typing import Any
 import pytest
 from tree_sitter import Node, Parser
 
-from lsp_spark.postprocess import SuggestionStream, filters
-from lsp_spark.postprocess.filters import (
-    CursorContext,
-    clean,
-    detect_indent_unit,
-    replaced_suffix_length,
-)
+from lsp_spark.postprocess import CursorContext, SuggestionStream, clean, filters
+from lsp_spark.postprocess.context import detect_indent_unit
+from lsp_spark.postprocess.filters import replaced_suffix_length
 from lsp_spark.syntax.grammars import parser_for
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "postprocess"
@@ -124,7 +120,7 @@ def test_each_case_needs_the_filter_it_is_about(
     else:
         assert name in {step.__name__ for step in filters.FILTERS}, f"unknown filter {name}"
     context = context_for(case)
-    text = filters.clean(case["raw"], context, skip={name})
+    text = clean(case["raw"], context, skip={name})
     expected = (case["expected"], case.get("expected_replace", 0))
     assert (text, filters.replaced_suffix_length(text, context)) != expected
 

@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 from tree_sitter import Language, Node, Parser, Tree
 
 from lsp_spark.documents import Document, PositionEncoding
+from lsp_spark.languages import PROFILES
 from lsp_spark.syntax import grammars
 from lsp_spark.syntax.grammars import (
-    QUERY_DIRECTORIES,
     QUERY_NAMES,
     QueryName,
     language_for,
@@ -407,6 +407,7 @@ CAPTURES = {
     "imports": {"import"},
     "definitions": {"definition", "name"},
 }
+QUERY_DIRECTORIES = {profile.id: profile.queries for profile in PROFILES if profile.queries}
 TEXT_PREDICATES = {
     f"#{negation}{scope}{test}?"
     for negation in ("", "not-")

@@ -6,15 +6,10 @@ import re
 from collections.abc import Sequence
 from math import gcd
 
+from lsp_spark.postprocess.fences import is_prose, opening_fence
 from lsp_spark.privacy.redaction import PLACEHOLDER
 
-_OPENING = re.compile(r"(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})[^`]*")
 _THINKING = re.compile(r"<think>.*?</think>", re.S)
-_PROSE = re.compile(
-    r"(here(?:'s| is| are)|sure|certainly|okay|ok|below|the (?:updated|modified|rewritten|new)|"
-    r"this (?:version|code|change)|i(?:'ve| have)|note)\b.*",
-    re.I,
-)
 
 
 def extract_code(reply: str) -> str:
@@ -41,19 +36,16 @@ def _visible(reply: str) -> str:
 
 
 def _fenced_blocks(lines: list[str]) -> list[tuple[list[str], bool]]:
-    """Each fenced block's lines, and whether its closing fence came. A closing fence is no
-    more indented than its opening (a fence in an indented docstring stays code)."""
+    """Each fenced block's lines, and whether its closing fence came."""
     blocks: list[tuple[list[str], bool]] = []
     index = 0
     while index < len(lines):
-        opening = _OPENING.fullmatch(lines[index])
+        fence = opening_fence(lines[index])
         index += 1
-        if opening is None:
+        if fence is None:
             continue
-        indent, fence = len(opening["indent"]), opening["fence"]
-        closing = re.compile(rf"[ \t]{{0,{indent}}}{re.escape(fence[0])}{{{len(fence)},}}[ \t]*")
         block: list[str] = []
-        while index < len(lines) and not closing.fullmatch(lines[index]):
+        while index < len(lines) and fence.closing_at(lines[index]) < 0:
             block.append(lines[index])
             index += 1
         blocks.append((block, index < len(lines)))
@@ -63,9 +55,9 @@ def _fenced_blocks(lines: list[str]) -> list[tuple[list[str], bool]]:
 
 def _without_prose(lines: list[str]) -> list[str]:
     start, end = 0, len(lines)
-    while start < end and (not lines[start].strip() or _PROSE.fullmatch(lines[start].strip())):
+    while start < end and (not lines[start].strip() or is_prose(lines[start])):
         start += 1
-    while end > start and (not lines[end - 1].strip() or _PROSE.fullmatch(lines[end - 1].strip())):
+    while end > start and (not lines[end - 1].strip() or is_prose(lines[end - 1])):
         end -= 1
     return lines[start:end]
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import assert_never
 
-JS_LANGUAGES = frozenset({"javascript", "javascriptreact", "typescript", "typescriptreact"})
-TEST_LANGUAGES = JS_LANGUAGES | {"python", "go", "rust"}
+from lsp_spark.languages import PROFILES, TestNaming, profile_for
+
+TEST_LANGUAGES = frozenset(profile.id for profile in PROFILES if profile.test_naming is not None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,20 +28,24 @@ def test_file_for(
     exists: Callable[[Path], bool] = Path.exists,
 ) -> TestFile | None:
     """The test file for `source`: an existing one by the usual names, else where a new one
-    goes. None for a test file itself and for languages without a convention here."""
-    if language == "python":
+    goes. None for a test file itself and for languages without a convention (the
+    language's profile names its `TestNaming`)."""
+    naming = profile_for(language).test_naming
+    if naming is None:
+        return None
+    if naming is TestNaming.PYTHON:
         return _python(source, root, exists)
-    if language in JS_LANGUAGES:
+    if naming is TestNaming.JAVASCRIPT:
         return _javascript(source, exists)
-    if language == "go":
+    if naming is TestNaming.GO:
         return (
             None
             if source.stem.endswith("_test")
             else TestFile(source.with_name(f"{source.stem}_test.go"))
         )
-    if language == "rust":
+    if naming is TestNaming.RUST:
         return TestFile(source, same_file=True)
-    return None
+    assert_never(naming)
 
 
 def _python(source: Path, root: Path | None, exists: Callable[[Path], bool]) -> TestFile | None:

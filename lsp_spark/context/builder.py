@@ -19,7 +19,8 @@ from lsp_spark.context import sources as src
 from lsp_spark.context.budget import Budget
 from lsp_spark.context.mode import Mode, completion_mode
 from lsp_spark.documents import Document, PositionEncoding
-from lsp_spark.postprocess.filters import CursorContext, detect_indent_unit
+from lsp_spark.languages import profile_for
+from lsp_spark.postprocess.context import CursorContext, detect_indent_unit
 from lsp_spark.prompts.continuation import line_comment
 from lsp_spark.settings import CONTEXT_SOURCES
 from lsp_spark.syntax import boundaries, outline
@@ -30,11 +31,6 @@ RELATED_DEADLINE = 0.004
 """Seconds all related-code sources may take together; the rest are skipped, not awaited.
 (Wall time: the thread's CPU clock is a system call that cost more than the sources.)"""
 PROMPT_ORDER = ("imports", "open_files", "definitions", "recent_edits", "scopes")
-BLOCK_OPENERS = frozenset(":{([")
-"""A row ending in one of these may be followed by a deeper one in the same scope or in a
-scope it opens."""
-INDENTED_SCOPES = frozenset({"python"})
-"""Languages whose scopes end where the indentation steps back to their header's."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,6 +156,7 @@ def build_context(
     else:
         region = outline.cursor_region(syntax, cursor_byte)
     mode = completion_mode(
+        document.language_id,
         window.line_prefix,
         window.line_suffix,
         window.previous_line,
@@ -177,6 +174,11 @@ def build_context(
         if known.key is not None:
             workspace.row_contexts[uri] = known
     related, sources = _with_line_definitions(known, workspace, document, window, options)
+    check = (
+        None
+        if syntax is None
+        else boundaries.SuggestionCheck(syntax, cursor_byte, window.line_prefix)
+    )
     cursor = CursorContext(
         line_prefix=window.line_prefix,
         line_suffix=window.line_suffix,
@@ -185,14 +187,8 @@ def build_context(
         max_lines=options.max_lines,
         language=document.language_id,
         indent_unit=options.indent_unit or known.indent_unit,
-        new_errors=(
-            partial(boundaries.added_errors, syntax, cursor_byte, window.line_prefix)
-            if syntax is not None
-            else None
-        ),
-        parses_at_cursor=(
-            partial(boundaries.parses_near, syntax, cursor_byte) if syntax is not None else True
-        ),
+        new_errors=None if check is None else check.added_errors,
+        parses_at_cursor=True if check is None else check.parses_at_cursor,
     )
     return BuiltContext(window=window, related=related, cursor=cursor, sources=sources)
 
@@ -232,6 +228,7 @@ def _split_from(
     ):
         return None
     language = document.language_id
+    profile = profile_for(language)
     rows = document.lines(known.row, row + 1)
     depth, lowest, opens = parent.indent, parent.indent, False
     cursor_row = len(rows) - 1
@@ -242,9 +239,10 @@ def _split_from(
             if not text.strip():
                 continue
         width = _indent_width(text)
-        if (width > depth and not opens) or (width < depth and language not in INDENTED_SCOPES):
+        if (width > depth and not opens) or (width < depth and not profile.indentation_scopes):
             return None
-        depth, lowest, opens = width, min(lowest, width), text.rstrip()[-1:] in BLOCK_OPENERS
+        # A row that opens a block or a bracket may be followed by a deeper one.
+        depth, lowest, opens = width, min(lowest, width), profile.leaves_open(text.rstrip())
     enclosing = parent.enclosing
     if lowest < parent.indent:
         if any(lowest <= scope.column and not scope.open_ended for scope in enclosing):

@@ -5,8 +5,9 @@ from __future__ import annotations
 import enum
 import re
 
+from lsp_spark.languages import profile_for
+
 CLOSING_ONLY = re.compile(r"[\s)\]}>\"'`;,:.]*")
-BLOCK_OPENER = re.compile(r"(?::|\{|\(|\[|=>|\bdo|\bthen|\belse)\s*(?:#.*|//.*|/\*.*\*/)?$")
 
 
 class Mode(enum.Enum):
@@ -16,6 +17,7 @@ class Mode(enum.Enum):
 
 
 def completion_mode(
+    language: str,
     line_prefix: str,
     line_suffix: str,
     previous_line: str,
@@ -36,7 +38,7 @@ def completion_mode(
         return Mode.NONE
     if line_prefix.strip() or line_suffix.strip():
         return Mode.LINE
-    if BLOCK_OPENER.search(previous_line.rstrip()):
+    if profile_for(language).leaves_open(previous_line.rstrip()):
         return Mode.BLOCK
     next_indent = len(next_line) - len(next_line.lstrip())
     if not next_line.strip() or next_indent < len(line_prefix):

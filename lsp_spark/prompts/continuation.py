@@ -10,30 +10,7 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 
 from lsp_spark.backends.base import CompletionRequest
-
-_HASH_COMMENT = frozenset(
-    {
-        "python",
-        "ruby",
-        "shellscript",
-        "bash",
-        "sh",
-        "perl",
-        "r",
-        "yaml",
-        "toml",
-        "dockerfile",
-        "makefile",
-        "elixir",
-        "julia",
-        "powershell",
-        "coffeescript",
-        "nim",
-    }
-)
-_DASH_COMMENT = frozenset({"lua", "sql", "haskell", "elm", "ada"})
-_NO_COMMENT = frozenset({"plaintext", "markdown", "json", ""})
-_FENCE_LANGUAGES = frozenset({"markdown", "plaintext"})
+from lsp_spark.languages import profile_for
 
 TRIM_STEP_LINES = 16
 """Trimmed text starts on a multiple of this many lines, so the prompt's start stays
@@ -60,7 +37,7 @@ def continuation_stops(request: CompletionRequest) -> tuple[str, ...]:
     see the suffix, so generation stops when it starts writing the suffix's next line.
     """
     stops = list(request.stop)
-    if request.language not in _FENCE_LANGUAGES:
+    if not profile_for(request.language).prose:
         stops.append("\n```")
     rest_of_line, _, after = request.suffix.partition("\n")
     if not rest_of_line.strip():
@@ -71,19 +48,18 @@ def continuation_stops(request: CompletionRequest) -> tuple[str, ...]:
 
 
 def line_comment(language: str) -> str:
-    """The marker that starts a line comment in `language`, for labelling related code."""
-    if language in _HASH_COMMENT:
-        return "#"
-    if language in _DASH_COMMENT:
-        return "--"
-    return "//"
+    """The marker that starts a line comment in `language`, for labelling related code
+    (`//` in a language without comments, which most models read as one)."""
+    markers = profile_for(language).syntax.line_comments
+    return markers[0] if markers else "//"
 
 
 def _header(request: CompletionRequest) -> str:
     language = request.language
-    if language in _NO_COMMENT:
+    markers = profile_for(language).syntax.line_comments
+    if not markers:
         return ""
-    marker = line_comment(language)
+    marker = markers[0]
     name = PurePosixPath(request.filename.replace("\\", "/")).name if request.filename else ""
     return f"{marker} {name} ({language})\n" if name else f"{marker} language: {language}\n"
 

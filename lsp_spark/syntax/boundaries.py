@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from functools import cache, lru_cache
+from functools import cache
 
 from tree_sitter import Language, Node, Parser, Tree
 
 from lsp_spark.documents import PositionEncoding
-from lsp_spark.syntax.outline import error_count
+from lsp_spark.languages import profile_for
+from lsp_spark.syntax.outline import error_count, errors_in
 from lsp_spark.syntax.trees import SyntaxTree
 
 SEARCH_ROWS = 40
@@ -77,131 +78,107 @@ def statement_end_at_or_before(syntax: SyntaxTree, row: int) -> int:
     return row
 
 
-def _top_level_at(root: Node, byte: int) -> Node | None:
-    """The child of the root that contains `byte` (tree-sitter's first_child_for_byte
-    crashes past the last child, so this walks up from the innermost node instead)."""
-    node = root.descendant_for_byte_range(byte, byte)
-    while node is not None and node.parent is not None and node.parent.parent is not None:
-        node = node.parent
-    return None if node is None or node.parent is None else node
-
-
-def _errors_around(tree: Tree, start: int, end: int) -> int:
-    """ERROR and MISSING nodes in the top-level statements that overlap [start, end]."""
-    root = tree.root_node
-    child = _top_level_at(root, max(start - 1, 0)) or _top_level_at(root, start)
-    if child is None:
-        child = root.child(root.child_count - 1) if root.child_count else None
-        while child is not None and child.prev_sibling is not None and child.end_byte > start:
-            child = child.prev_sibling
-    total = 1 if root.is_error else 0
-    while child is not None and child.start_byte <= end:
-        if child.has_error:
-            total += _count_errors(child)
-        child = child.next_sibling
-    return total
-
-
-def _count_errors(node: Node) -> int:
-    cursor = node.walk()
-    count = 0
-    while True:
-        current = cursor.node
-        if current is not None and (current.is_error or current.is_missing):
-            count += 1
-        if current is not None and current.has_error and cursor.goto_first_child():
-            continue
-        while not cursor.goto_next_sibling():
-            if not cursor.goto_parent() or cursor.node == node:
-                return count
-
-
-def parses_near(syntax: SyntaxTree, byte_offset: int) -> bool:
-    """Whether the statements around the cursor are free of syntax errors now."""
-    return _errors_around(syntax.tree, byte_offset, byte_offset) == 0
-
-
 STANDALONE_LIMIT = 4096
-"""Top-level statements up to this size are checked on their own: two small parses beat
-one incremental parse of the whole file, which tree-sitter-python makes nearly full."""
-
-
-INDENTED_LANGUAGES = frozenset({"python"})
-"""Languages in which a statement cut out of its file parses as it did there, in a block of
-its own."""
-STATEMENT_PARENTS = frozenset({"block", "module"})
+"""A statement up to this size is checked on its own: two small parses beat one
+incremental parse of the whole file, which tree-sitter-python makes nearly full."""
 LOOK_BACK_BYTES = 256
 """Bytes read back at first for the code before the cursor (more when they are blank)."""
-BLOCK_HEADER = b"if True:\n"
-"""Puts an indented statement in a block, where indentation means what it means in the file."""
 
 
-def added_errors(syntax: SyntaxTree, byte_offset: int, line_prefix: str, text: str) -> int:
-    """How many syntax errors inserting `text` at the cursor (after `line_prefix` on its
-    line) adds near it."""
-    inserted = text.encode()
-    if syntax.language_id in INDENTED_LANGUAGES:
-        nested = _nested_statement(syntax, byte_offset, line_prefix, inserted)
-        if nested is not None:
-            # It parses cleanly in the file, so in a block of its own it parses cleanly too.
-            start = nested.start_byte - nested.start_point.column
-            end = max(nested.end_byte, _line_end(syntax, byte_offset))
-            source = syntax.document.utf8_between(start, end)
-            cut = byte_offset - start
-            spliced = source[:cut] + inserted + source[cut:]
-            if nested.start_point.column:
-                spliced = BLOCK_HEADER + spliced
-            return error_count(_checker(syntax.language).parse(spliced))
-    root = syntax.tree.root_node
-    top = _top_level_at(root, max(byte_offset - 1, 0)) or _top_level_at(root, byte_offset)
-    if top is not None and top.end_byte - top.start_byte <= STANDALONE_LIMIT:
-        source = syntax.document.utf8_between(top.start_byte, top.end_byte)
-        cut = byte_offset - top.start_byte
-        before = _counted_errors(syntax.language, source) if top.has_error else 0
-        spliced = source[:cut] + inserted + source[cut:]
-        return error_count(_checker(syntax.language).parse(spliced)) - before
-    return _added_errors_in_place(syntax, byte_offset, inserted)
+class SuggestionCheck:
+    """The syntax check of the suggestions at one cursor: how many syntax errors inserting
+    one adds, and whether the code there parses as it is.
+
+    One way for every language: the statement holding the code before the cursor is cut
+    out of the file and parsed with the suggestion spliced in, and the errors it has
+    without the suggestion (counted once for all the versions checked) are taken off.
+    Where nested statements parse on their own (Python, see `NestedStatements`) it is the
+    innermost clean statement that holds every line of the suggestion, so lines that step
+    back out of the cursor's block stay in it (a method is checked in a block of its own,
+    without its class, whose parse costs far more); elsewhere the top-level one around the
+    cursor. A statement over `STANDALONE_LIMIT`, or none around
+    the cursor, leaves the whole document: its tree is edited and reparsed incrementally
+    instead, which reuses what the insertion does not touch.
+    """
+
+    __slots__ = ("_baselines", "_byte", "_line_prefix", "_syntax")
+
+    def __init__(self, syntax: SyntaxTree, byte_offset: int, line_prefix: str) -> None:
+        self._syntax = syntax
+        self._byte = byte_offset
+        self._line_prefix = line_prefix
+        self._baselines: dict[bytes, int] = {}
+        """A broken statement's own errors, by its text."""
+
+    def added_errors(self, text: str) -> int:
+        """How many syntax errors inserting `text` at the cursor adds."""
+        inserted = text.encode()
+        piece = self._piece(inserted)
+        if piece is None:
+            return _added_errors_in_place(self._syntax, self._byte, inserted)
+        start, end, header, broken = piece
+        source = header + self._syntax.document.utf8_between(start, end)
+        cut = len(header) + self._byte - start
+        checker = _checker(self._syntax.language)
+        added = error_count(checker.parse(source[:cut] + inserted + source[cut:]))
+        if not broken:
+            return added  # clean in the file, so clean on its own too
+        if source not in self._baselines:
+            self._baselines[source] = error_count(checker.parse(source))
+        return added - self._baselines[source]
+
+    def parses_at_cursor(self) -> bool:
+        """Whether the top-level statements around the cursor are free of syntax errors."""
+        return _errors_around(self._syntax.tree, self._byte, self._byte) == 0
+
+    def _piece(self, inserted: bytes) -> tuple[int, int, bytes, bool] | None:
+        """What to check on its own: where it starts and ends (to the end of the cursor's
+        line at least, which lands after the insertion), the header that puts it in a block,
+        and whether it is broken; None for the whole document. Where nested statements parse
+        on their own, the innermost clean one that starts its line at or left of every line
+        the insertion makes; else the top-level statement, if it holds the cursor."""
+        path = self._path()
+        syntax, byte = self._syntax, self._byte
+        nested = profile_for(syntax.language_id).nested_statements
+        leftmost = _leftmost_column(self._line_prefix, inserted)
+        for depth in range(len(path) - 1, 0, -1):
+            statement = path[depth]
+            if (
+                nested is not None
+                and path[depth - 1].type in nested.parents
+                and statement.start_point.column <= leftmost
+                and not statement.has_error
+                and _starts_its_line(syntax, statement)
+            ):
+                start = statement.start_byte - statement.start_point.column
+                header = nested.header if statement.start_point.column else b""
+                break
+        else:
+            if len(path) < 2 or not path[1].start_byte <= byte <= path[1].end_byte:
+                return None
+            statement, start, header = path[1], path[1].start_byte, b""
+        end = max(statement.end_byte, _line_end(syntax, byte))
+        if end - start > STANDALONE_LIMIT:
+            return None
+        return start, end, header, statement.has_error
+
+    def _path(self) -> list[Node]:
+        """The nodes down to the last code before the cursor (before its line, when only
+        indentation precedes it there). Only code before the cursor is read, and only where
+        it starts: a row just made by Enter needs no reparse (see `SyntaxTree.tree_before`)."""
+        syntax, byte = self._syntax, self._byte
+        if not self._line_prefix.strip():
+            byte -= len(self._line_prefix.encode("utf-8", "surrogatepass"))
+        return _path_to_code_before(syntax, syntax.tree_before(self._byte).root_node, byte)
 
 
-@lru_cache(maxsize=4)
-def _counted_errors(language: Language, source: bytes) -> int:
-    """The errors of a broken statement on its own, counted once for all the versions of a
-    suggestion checked against it (a statement the file parses cleanly has none)."""
-    return error_count(_checker(language).parse(source))
-
-
-def _nested_statement(
-    syntax: SyntaxTree, byte_offset: int, line_prefix: str, inserted: bytes
-) -> Node | None:
-    """What to check on its own in an indented language (to the end of the cursor's line
-    if it ends before): the innermost statement that starts its line, holds the code
-    before the cursor and begins at or left of every line the insertion makes, so lines
-    that step back out of the cursor's block stay in it. A method of a big class is
-    checked without the class: the whole file's incremental parse, or the class's, costs
-    far more. None when that statement is too big, or broken: errors cut out of their
-    context count differently (an unterminated string swallows what follows it, in the
-    file or in the piece)."""
-    deepest = len(line_prefix) - len(line_prefix.lstrip(" \t"))
+def _leftmost_column(line_prefix: str, inserted: bytes) -> int:
+    """The smallest indentation among the cursor's line and the lines an insertion makes."""
+    leftmost = len(line_prefix) - len(line_prefix.lstrip(" \t"))
     for line in inserted.split(b"\n")[1:]:
         if line.strip():
-            deepest = min(deepest, _indent_width(line))
-    blank = not line_prefix.strip()
-    search_from = (
-        byte_offset - len(line_prefix.encode("utf-8", "surrogatepass")) if blank else byte_offset
-    )
-    # Only code before the cursor is read, and only where it starts (its end is the line's
-    # at least): a row just made by Enter needs no reparse.
-    path = _path_to_code_before(syntax, syntax.tree_before(byte_offset).root_node, search_from)
-    for depth in range(len(path) - 1, 0, -1):
-        node = path[depth]
-        if (
-            path[depth - 1].type in STATEMENT_PARENTS
-            and node.start_point.column <= deepest
-            and _starts_its_line(syntax, node)
-        ):
-            too_big = max(node.end_byte, byte_offset) - node.start_byte > STANDALONE_LIMIT
-            return None if too_big or node.has_error else node
-    return None
+            leftmost = min(leftmost, _indent_width(line))
+    return leftmost
 
 
 def _path_to_code_before(syntax: SyntaxTree, root: Node, byte_offset: int) -> list[Node]:
@@ -264,9 +241,9 @@ def _checker(language: Language) -> Parser:
 
 
 def _added_errors_in_place(syntax: SyntaxTree, byte_offset: int, inserted: bytes) -> int:
-    """The same check for a huge statement: parse incrementally from a copy of the tree
-    with the text spliced in (one copy of the bytes: a read callback would leak them all,
-    see `Document.utf8`)."""
+    """The check in the whole document: parse incrementally from a copy of the tree with
+    the text spliced in (one copy of the bytes: a read callback would leak them all, see
+    `Document.utf8`), and count the errors of the top-level statements it touches."""
     tree = syntax.tree
     size = len(inserted)
     document = syntax.document
@@ -286,10 +263,33 @@ def _added_errors_in_place(syntax: SyntaxTree, byte_offset: int, inserted: bytes
         old_end_point=start,
         new_end_point=end,
     )
-
     whole = document.utf8
     spliced = _checker(syntax.language).parse(
         whole[:byte_offset] + inserted + whole[byte_offset:], candidate
     )
     before = _errors_around(tree, byte_offset, byte_offset)
     return _errors_around(spliced, byte_offset, byte_offset + size) - before
+
+
+def _errors_around(tree: Tree, start: int, end: int) -> int:
+    """ERROR and MISSING nodes in the top-level statements that overlap [start, end]."""
+    root = tree.root_node
+    child = _top_level_at(root, max(start - 1, 0)) or _top_level_at(root, start)
+    if child is None:
+        child = root.child(root.child_count - 1) if root.child_count else None
+        while child is not None and child.prev_sibling is not None and child.end_byte > start:
+            child = child.prev_sibling
+    total = 1 if root.is_error else 0
+    while child is not None and child.start_byte <= end:
+        total += errors_in(child)
+        child = child.next_sibling
+    return total
+
+
+def _top_level_at(root: Node, byte: int) -> Node | None:
+    """The child of the root that contains `byte` (tree-sitter's first_child_for_byte
+    crashes past the last child, so this walks up from the innermost node instead)."""
+    node = root.descendant_for_byte_range(byte, byte)
+    while node is not None and node.parent is not None and node.parent.parent is not None:
+        node = node.parent
+    return None if node is None or node.parent is None else node

@@ -1,6 +1,7 @@
 """The grammar registry: LSP language ids to tree-sitter languages, and the queries over them.
 
-Each grammar comes from its own official wheel first. The long tail (Kotlin, Haskell, YAML…)
+Each grammar comes from its own official wheel first (the language's profile names it,
+and its queries, in `lsp_spark/languages.py`). The long tail (Kotlin, Haskell, YAML…)
 comes from the optional ``tree-sitter-language-pack`` 0.x, which bundles its grammars (1.x
 downloads them at run time, so it is refused), and then from ``tree-sitter-languages``, whose
 loader fails on tree-sitter >= 0.22 and so only counts where it still works. A language with no
@@ -20,39 +21,9 @@ from typing import Literal
 
 from tree_sitter import Language, Parser, Query, QueryError
 
+from lsp_spark.languages import PROFILES, canonical, profile_for
+
 log = logging.getLogger(__name__)
-
-# language id -> (module, function returning the grammar pointer)
-GRAMMARS: dict[str, tuple[str, str]] = {
-    "python": ("tree_sitter_python", "language"),
-    "javascript": ("tree_sitter_javascript", "language"),
-    "javascriptreact": ("tree_sitter_javascript", "language"),
-    "typescript": ("tree_sitter_typescript", "language_typescript"),
-    "typescriptreact": ("tree_sitter_typescript", "language_tsx"),
-    "go": ("tree_sitter_go", "language"),
-    "rust": ("tree_sitter_rust", "language"),
-    "java": ("tree_sitter_java", "language"),
-    "c": ("tree_sitter_c", "language"),
-    "cpp": ("tree_sitter_cpp", "language"),
-    "csharp": ("tree_sitter_c_sharp", "language"),
-    "ruby": ("tree_sitter_ruby", "language"),
-    "php": ("tree_sitter_php", "language_php"),
-    "lua": ("tree_sitter_lua", "language"),
-    "shellscript": ("tree_sitter_bash", "language"),
-    "json": ("tree_sitter_json", "language"),
-}
-
-ALIASES = {
-    "js": "javascript",
-    "jsx": "javascriptreact",
-    "ts": "typescript",
-    "tsx": "typescriptreact",
-    "sh": "shellscript",
-    "bash": "shellscript",
-    "c++": "cpp",
-    "cs": "csharp",
-    "py": "python",
-}
 
 # LSP language ids whose grammar the language packs file under another name; the rest match.
 PACK_NAMES = {
@@ -95,32 +66,8 @@ LANGUAGE_PACKS = (
 QueryName = Literal["scopes", "imports", "definitions"]
 QUERY_NAMES: tuple[QueryName, ...] = ("scopes", "imports", "definitions")
 
-# language id -> directory under queries/
-QUERY_DIRECTORIES = {
-    "python": "python",
-    "javascript": "javascript",
-    "javascriptreact": "javascript",
-    "typescript": "typescript",
-    "typescriptreact": "tsx",
-    "go": "go",
-    "rust": "rust",
-    "java": "java",
-    "c": "c",
-    "cpp": "cpp",
-    "csharp": "c_sharp",
-    "ruby": "ruby",
-    "php": "php",
-    "lua": "lua",
-    "shellscript": "bash",
-}
-
 _QUERIES = resources.files(__name__.rpartition(".")[0]) / "queries"
 _INHERITS = "; inherits:"
-
-
-def canonical(language_id: str) -> str:
-    language_id = language_id.lower()
-    return ALIASES.get(language_id, language_id)
 
 
 @cache
@@ -139,8 +86,12 @@ def parser_for(language_id: str) -> Parser | None:
 
 
 def loaded_grammars() -> dict[str, bool]:
-    """Each known language id and whether its grammar loads here (for `doctor`)."""
-    return {language_id: language_for(language_id) is not None for language_id in GRAMMARS}
+    """Each language id with a grammar wheel and whether it loads here (for `doctor`)."""
+    return {
+        profile.id: language_for(profile.id) is not None
+        for profile in PROFILES
+        if profile.grammar is not None
+    }
 
 
 def query_for(language_id: str, name: QueryName) -> Query | None:
@@ -165,13 +116,12 @@ def query_source(directory: str, name: QueryName) -> str:
 
 
 def _from_wheel(language_id: str) -> Language | None:
-    entry = GRAMMARS.get(language_id)
-    if entry is None:
+    grammar = profile_for(language_id).grammar
+    if grammar is None:
         return None
-    module_name, function = entry
     try:
-        module = importlib.import_module(module_name)
-        return Language(getattr(module, function)())
+        module = importlib.import_module(grammar.module)
+        return Language(getattr(module, grammar.function)())
     except (ImportError, AttributeError, ValueError) as error:
         log.warning("grammar for %s unavailable: %s", language_id, error)
         return None
@@ -229,7 +179,7 @@ def _installed_version(distribution: str) -> str | None:
 @cache
 def _compiled_query(language_id: str, name: QueryName) -> Query | None:
     language = language_for(language_id)
-    directory = QUERY_DIRECTORIES.get(language_id)
+    directory = profile_for(language_id).queries
     if language is None or directory is None:
         return None
     try:

@@ -18,6 +18,7 @@ from weakref import WeakKeyDictionary
 from tree_sitter import Node, Query, QueryCursor, Tree
 
 from lsp_spark.documents import Document
+from lsp_spark.languages import QUICK_OPENERS, Syntax, profile_for
 from lsp_spark.syntax.grammars import language_for, query_for
 from lsp_spark.syntax.trees import SyntaxTree
 
@@ -119,60 +120,35 @@ def definitions(syntax: SyntaxTree) -> list[Definition]:
     return list(_per_version(_DEFINITIONS, syntax, _find_definitions))
 
 
-PLAIN_CODE_LANGUAGES = frozenset(
-    {
-        "python",
-        "javascript",
-        "javascriptreact",
-        "typescript",
-        "typescriptreact",
-        "go",
-        "rust",
-        "java",
-        "c",
-        "cpp",
-        "csharp",
-        "php",
-        "shellscript",
-        "json",
-    }
-)
-"""Languages whose strings and comments all open with a character `_OPENERS` matches
-(Ruby's `=begin` and Lua's `[[` do not)."""
-_OPENERS = re.compile(r"[\"'`#/<\\]")
-
-
+_QUICK_OPENERS = re.compile(f"[{re.escape(QUICK_OPENERS)}]")
 _CLOSED_STRING = re.compile(r"'[^'\\\n]*'" r'|"[^"\\\n]*"')
 """A quoted string closed on its line, with no escape inside."""
 _CLOSED_DOUBLE_QUOTED = re.compile(r'"[^"\\\n]*"')
-SINGLE_QUOTES_NOT_STRINGS = frozenset({"go", "rust"})
-"""Runes and lifetimes (`&'a str`): their quotes do not pair as strings' do."""
 _TRIPLE_QUOTES = re.compile(r"'{3}" r'|"{3}')
 
 
-def _closed_strings_removed(language_id: str, text: str) -> str:
+def _closed_strings_removed(syntax: Syntax, text: str) -> str:
     """`text` without the strings closed on it, quotes paired from the left as a lexer
-    pairs them; as it is where that pairing cannot be trusted (Python's triple quotes)."""
+    pairs them; as it is where that pairing cannot be trusted (Python's triple quotes).
+    Apostrophes pair only where the language's profile says they may."""
     if _TRIPLE_QUOTES.search(text) is not None:
         return text
-    if language_id in SINGLE_QUOTES_NOT_STRINGS:
-        return _CLOSED_DOUBLE_QUOTED.sub("", text)
-    return _CLOSED_STRING.sub("", text)
+    if syntax.apostrophes_pair:
+        return _CLOSED_STRING.sub("", text)
+    return _CLOSED_DOUBLE_QUOTED.sub("", text)
 
 
 def stays_code(language_id: str, line_start_in_code: bool, line_prefix: str) -> bool:
     """Whether the cursor is in code without asking the syntax tree: its line starts in
     code and nothing typed before it on the line can open a string or a comment, but for
     strings it closes."""
-    if not line_start_in_code or language_id not in PLAIN_CODE_LANGUAGES:
+    syntax = profile_for(language_id).syntax
+    if not line_start_in_code or not syntax.quick_openers:
         return False
     return (
-        _OPENERS.search(line_prefix) is None
-        or _OPENERS.search(_closed_strings_removed(language_id, line_prefix)) is None
+        _QUICK_OPENERS.search(line_prefix) is None
+        or _QUICK_OPENERS.search(_closed_strings_removed(syntax, line_prefix)) is None
     )
-
-
-_LINE_COMMENT = {"python": "#", "shellscript": "#", "json": None}
 
 
 def ends_in_code(language_id: str, line_start_in_code: bool, line: str) -> bool:
@@ -181,9 +157,12 @@ def ends_in_code(language_id: str, line_start_in_code: bool, line: str) -> bool:
     the next line."""
     if stays_code(language_id, line_start_in_code, line):
         return True
-    marker = _LINE_COMMENT.get(language_id, "//")
-    code = _closed_strings_removed(language_id, line)
-    if marker is None or marker not in code or line.rstrip().endswith("\\"):
+    syntax = profile_for(language_id).syntax
+    if not syntax.line_comments or line.rstrip().endswith("\\"):
+        return False
+    marker = syntax.line_comments[0]
+    code = _closed_strings_removed(syntax, line)
+    if marker not in code:
         return False
     return stays_code(language_id, line_start_in_code, code[: code.index(marker)])
 
@@ -212,12 +191,15 @@ def cursor_region(syntax: SyntaxTree, byte_offset: int) -> Region:
 
 
 def error_count(tree: Tree) -> int:
-    """ERROR plus MISSING nodes: a walk that only enters subtrees flagged ``has_error``.
+    """ERROR plus MISSING nodes in a tree."""
+    return errors_in(tree.root_node)
 
-    A query would visit every node; this costs nothing on a valid file.
-    """
+
+def errors_in(node: Node) -> int:
+    """ERROR plus MISSING nodes in a subtree: a walk that only enters subtrees flagged
+    ``has_error``. A query would visit every node; this costs nothing on valid code."""
     count = 0
-    pending = [tree.root_node]
+    pending = [node]
     while pending:
         node = pending.pop()
         if node.is_error or node.is_missing:

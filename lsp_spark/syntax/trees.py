@@ -12,11 +12,8 @@ from collections.abc import Sequence
 from tree_sitter import Language, Parser, Tree
 
 from lsp_spark.documents import ByteEdit, Document
+from lsp_spark.languages import profile_for
 from lsp_spark.syntax.grammars import canonical, language_for
-
-BLANK_LINES_IGNORED = frozenset({"python"})
-"""Grammars to which a line of blank space outside a string means nothing (not Markdown's,
-where it ends a paragraph)."""
 
 
 class SyntaxTree:
@@ -25,6 +22,7 @@ class SyntaxTree:
     __slots__ = (
         "__weakref__",
         "_blank_insertion",
+        "_blank_lines_ignored",
         "_parser",
         "_stale",
         "_tree",
@@ -51,6 +49,7 @@ class SyntaxTree:
         self._blank_insertion: tuple[int, int] | None = None
         """Where the one edit since the last parse went in, when the edited tree can stand
         for a reparse (see `tree_before`)."""
+        self._blank_lines_ignored = profile_for(language_id).blank_lines_ignored
 
     def __repr__(self) -> str:
         return f"SyntaxTree({self.document.uri!r}, {self.language_id!r}, version={self.version})"
@@ -70,7 +69,7 @@ class SyntaxTree:
             edit.blank_after_code
             and not self._stale
             and self._tree is not None
-            and self.language_id in BLANK_LINES_IGNORED
+            and self._blank_lines_ignored
             and not self._tree.root_node.has_error
         )
         self._blank_insertion = (edit.start_byte, edit.new_end_byte) if reusable else None
@@ -83,7 +82,8 @@ class SyntaxTree:
 
     def tree_before(self, byte: int) -> Tree:
         """The tree, to read the kinds, starts and errors of the nodes holding code before
-        `byte`. Not reparsed when blank lines mean nothing to the grammar, the last parse
+        `byte`. Not reparsed when blank lines mean nothing to the grammar (its language's
+        profile says so: not Markdown's, where one ends a paragraph), the last parse
         found no syntax error and the only edit since put blank space after a line's code
         (Enter and its indentation), unless `byte` falls inside that space: valid code
         stays valid, with the same nodes, only shifted by the edit, except that a node

@@ -1,0 +1,537 @@
+"""What the server knows about each language: one profile per language, all here.
+
+Adding a language is one `LanguageProfile` in `PROFILES` and, with a grammar, its queries
+in `syntax/queries/<queries>/{scopes,imports,definitions}.scm`. Every field is required,
+so a profile cannot leave one out silently, and tests/test_languages.py fails when a
+grammar wheel or a query directory has no profile, or a profile names a grammar or queries
+that do not exist. A language with no profile of its own gets `GENERIC`.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+
+QUICK_OPENERS = "\"'`#/<\\"
+"""Characters a quick look for strings and comments searches a line for."""
+
+
+@dataclass(frozen=True, slots=True)
+class Syntax:
+    """How a language writes comments and strings, as far as telling code from them needs."""
+
+    line_comments: tuple[str, ...]
+    """Markers of comments that end with their line; the first is the one prompts use."""
+    block_comment: tuple[str, str] | None
+    quotes: str
+    """Quotes whose strings end on their line."""
+    long_quotes: tuple[str, ...]
+    """Delimiters of strings that may span lines."""
+    char_literals: bool
+    """`'` opens a one-character literal, when it is not in `quotes`."""
+    apostrophes_pair: bool
+    """A quick look may pair apostrophes on a line as the lexer does: not where `'` also
+    stands alone (Rust's lifetimes), nor in Go, whose tree reads a rune literal as still
+    open while its line is unfinished."""
+    quick_openers: bool
+    """Every string and comment opens with one of `QUICK_OPENERS`, so a line without them
+    is code without asking the tree (not so for Ruby's `=begin`, Lua's `--[[`)."""
+    scanner: re.Pattern[str] = field(init=False, repr=False, compare=False)
+    """What a bracket scan stops at, derived: see `__post_init__`."""
+
+    def __post_init__(self) -> None:
+        # The alternatives in their order of precedence (a block comment before a line
+        # comment, a long quote before its quote character): the regex engine skips the
+        # plain text between them, which a loop per character did in Python.
+        openers = [
+            *((self.block_comment[0],) if self.block_comment else ()),
+            *self.line_comments,
+            *self.long_quotes,
+            *self.quotes,
+            *(("'",) if self.char_literals else ()),
+        ]
+        pattern = "".join(re.escape(opener) + "|" for opener in openers) + r"[()\[\]{},;]"
+        object.__setattr__(self, "scanner", re.compile(pattern))
+
+
+@dataclass(frozen=True, slots=True)
+class Grammar:
+    """A language's tree-sitter grammar in its official wheel."""
+
+    module: str
+    function: str
+    """The module's function that returns the grammar (one wheel may hold several)."""
+
+
+@dataclass(frozen=True, slots=True)
+class NestedStatements:
+    """How a statement cut out of a nested block parses on its own as it did in its file:
+    under a header that opens a block, in an indentation language."""
+
+    header: bytes
+    parents: frozenset[str]
+    """Node kinds whose children are such statements."""
+
+
+class TestNaming(enum.Enum):
+    """How a language's tests are named and placed (`actions/testfiles.py`)."""
+
+    PYTHON = "test_<name>.py, in a tests folder if there is one"
+    JAVASCRIPT = "<name>.test.<ext>, <name>.spec.<ext> or __tests__/<name>.test.<ext>"
+    GO = "<name>_test.go beside the source"
+    RUST = "a #[cfg(test)] module in the source file"
+
+
+@dataclass(frozen=True)
+class LanguageProfile:
+    """One language, everything about it the server uses."""
+
+    id: str
+    """The LSP language id."""
+    aliases: tuple[str, ...]
+    """Other ids editors send for it."""
+    syntax: Syntax
+    block_openers: tuple[str, ...]
+    """What ends a line that opens a block (`:` in Python, `{`, `do`, `then`…), a
+    trailing comment aside."""
+    braces: bool
+    """Blocks end at a closing brace: a suggestion stops at the one that leaves its block."""
+    definitions: bool
+    """A second definition at the block's level ends a suggestion (see `postprocess/scope.py`)."""
+    indentation_scopes: bool
+    """Scopes end where the indentation steps back to their header's."""
+    nested_statements: NestedStatements | None
+    """How a nested statement is checked on its own (None: only top-level ones are)."""
+    blank_lines_ignored: bool
+    """Blank lines after a line's code change nothing in the grammar's tree before them, so
+    the tree need not be reparsed after Enter below valid code (see `SyntaxTree.tree_before`)."""
+    prose: bool
+    """Text rather than code: a Markdown fence in it is content, not the end of an answer."""
+    grammar: Grammar | None
+    """Its official grammar wheel; None: only the optional language packs may have one."""
+    queries: str | None
+    """Its directory under syntax/queries/, or None without queries."""
+    test_naming: TestNaming | None
+    _block_end: re.Pattern[str] = field(init=False, repr=False, compare=False)
+    _open_end: re.Pattern[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # What may end a line that opens a block (or a bracket): an opener, then blanks and
+        # the language's own trailing comment; compiled once, read on every keystroke.
+        comment = "".join(f"|{re.escape(marker)}.*" for marker in self.syntax.line_comments)
+        if self.syntax.block_comment is not None:
+            opening, closing = map(re.escape, self.syntax.block_comment)
+            comment += f"|{opening}.*{closing}"
+        tail = rf"\s*(?:{comment[1:]})?$" if comment else r"\s*$"
+        openers = [
+            rf"\b{re.escape(token)}" if token[0].isalnum() else re.escape(token)
+            for token in self.block_openers
+        ]
+        block_end = "|".join(openers) or "(?!)"  # no opener: a pattern that never matches
+        object.__setattr__(self, "_block_end", re.compile(f"(?:{block_end}){tail}"))
+        open_end = "|".join([*openers, r"[(\[{]"])
+        object.__setattr__(self, "_open_end", re.compile(f"(?:{open_end}){tail}"))
+
+    def opens_block(self, line: str) -> bool:
+        """Whether the line ends by opening a block, so the next one is indented deeper."""
+        return self._block_end.search(line) is not None
+
+    def leaves_open(self, line: str) -> bool:
+        """Whether the line ends by opening a block or a bracket: the code goes on below,
+        deeper."""
+        return self._open_end.search(line) is not None
+
+
+C_SYNTAX = Syntax(
+    line_comments=("//",),
+    block_comment=("/*", "*/"),
+    quotes='"',
+    long_quotes=(),
+    char_literals=True,
+    apostrophes_pair=True,
+    quick_openers=True,
+)
+ECMA_SYNTAX = Syntax(
+    line_comments=("//",),
+    block_comment=("/*", "*/"),
+    quotes="\"'",
+    long_quotes=("`",),
+    char_literals=False,
+    apostrophes_pair=True,
+    quick_openers=True,
+)
+ECMA_OPENERS = ("{", "=>", ":")
+BRACE_OPENERS = ("{", ":")
+"""`:` ends `case` and `default` labels, which open blocks of their own."""
+KEYWORD_OPENERS = ("do", "then", "else")
+
+GENERIC = LanguageProfile(
+    id="generic",
+    aliases=(),
+    syntax=Syntax(
+        line_comments=("//",),
+        block_comment=None,
+        quotes="\"'",
+        long_quotes=(),
+        char_literals=False,
+        apostrophes_pair=True,
+        quick_openers=False,
+    ),
+    block_openers=(":", "{", "=>", "do", "then", "else"),
+    braces=False,
+    definitions=False,
+    indentation_scopes=False,
+    nested_statements=None,
+    blank_lines_ignored=False,
+    prose=False,
+    grammar=None,
+    queries=None,
+    test_naming=None,
+)
+"""A language with no profile of its own: C-style line comments, as most have, and any
+of the common block openers; nothing else assumed."""
+
+
+def _comments_only(id: str, marker: str) -> LanguageProfile:
+    """A language known here by its line comments only (its grammar may come from the
+    optional language packs)."""
+    return replace(GENERIC, id=id, syntax=replace(GENERIC.syntax, line_comments=(marker,)))
+
+
+def _prose(id: str, aliases: tuple[str, ...]) -> LanguageProfile:
+    syntax = replace(GENERIC.syntax, line_comments=())
+    return replace(GENERIC, id=id, aliases=aliases, syntax=syntax, prose=True)
+
+
+HASH_COMMENTED = (
+    "perl", "r", "yaml", "toml", "dockerfile", "makefile", "elixir", "julia", "powershell",
+    "coffeescript", "nim",
+)  # fmt: skip
+DASH_COMMENTED = ("sql", "haskell", "elm", "ada")
+
+PROFILES: tuple[LanguageProfile, ...] = (
+    LanguageProfile(
+        id="python",
+        aliases=("py",),
+        syntax=Syntax(
+            line_comments=("#",),
+            block_comment=None,
+            quotes="\"'",
+            long_quotes=('"""', "'''"),
+            char_literals=False,
+            apostrophes_pair=True,
+            quick_openers=True,
+        ),
+        block_openers=(":",),
+        braces=False,
+        definitions=True,
+        indentation_scopes=True,
+        nested_statements=NestedStatements(b"if True:\n", frozenset({"block", "module"})),
+        blank_lines_ignored=True,
+        prose=False,
+        grammar=Grammar("tree_sitter_python", "language"),
+        queries="python",
+        test_naming=TestNaming.PYTHON,
+    ),
+    LanguageProfile(
+        id="javascript",
+        aliases=("js",),
+        syntax=ECMA_SYNTAX,
+        block_openers=ECMA_OPENERS,
+        braces=True,
+        definitions=True,
+        indentation_scopes=False,
+        nested_statements=None,
+        blank_lines_ignored=False,
+        prose=False,
+        grammar=Grammar("tree_sitter_javascript", "language"),
+        queries="javascript",
+        test_naming=TestNaming.JAVASCRIPT,
+    ),
+    LanguageProfile(
+        id="javascriptreact",
+        aliases=("jsx",),
+        syntax=ECMA_SYNTAX,
+        block_openers=ECMA_OPENERS,
+        braces=True,
+        definitions=True,
+        indentation_scopes=False,
+        nested_statements=None,
+        blank_lines_ignored=False,
+        prose=False,
+        grammar=Grammar("tree_sitter_javascript", "language"),
+        queries="javascript",
+        test_naming=TestNaming.JAVASCRIPT,
+    ),
+    LanguageProfile(
+        id="typescript",
+        aliases=("ts",),
+        syntax=ECMA_SYNTAX,
+        block_openers=ECMA_OPENERS,
+        braces=True,
+        definitions=True,
+        indentation_scopes=False,
+        nested_statements=None,
+        blank_lines_ignored=False,
+        prose=False,
+        grammar=Grammar("tree_sitter_typescript", "language_typescript"),
+        queries="typescript",
+        test_naming=TestNaming.JAVASCRIPT,
+    ),
+    LanguageProfile(
+        id="typescriptreact",
+        aliases=("tsx",),
+        syntax=ECMA_SYNTAX,
+        block_openers=ECMA_OPENERS,
+        braces=True,
+        definitions=True,
+        indentation_scopes=False,
+        nested_statements=None,
+        blank_lines_ignored=False,
+        prose=False,
+        grammar=Grammar("tree_sitter_typescript", "language_tsx"),
+        queries="tsx",
+        test_naming=TestNaming.JAVASCRIPT,
+    ),
+    LanguageProfile(
+        id="go",
+        aliases=(),
+        syntax=Syntax(
+            line_comments=("//",),
+            block_comment=("/*", "*/"),
+            quotes='"',
+            long_quotes=("`",),
+            char_literals=True,
+            apostrophes_pair=False,
+            quick_openers=True,
+        ),
+        block_openers=BRACE_OPENERS,
+        braces=True,
+        definitions=True,
+        indentation_scopes=False,
+        nested_statements=None,
+        blank_lines_ignored=False,
+        prose=False,
+        grammar=Grammar("tree_sitter_go", "language"),
+        queries="go",
+        test_naming=TestNaming.GO,
+    ),
+    LanguageProfile(
+        id="rust",
+        aliases=(),
+        syntax=replace(C_SYNTAX, apostrophes_pair=False),
+        block_openers=("{", "=>"),
+        braces=True,
+        definitions=True,
+        indentation_scopes=False,
+        nested_statements=None,
+        blank_lines_ignored=False,
+        prose=False,
+        grammar=Grammar("tree_sitter_rust", "language"),
+        queries="rust",
+        test_naming=TestNaming.RUST,
+    ),
+    LanguageProfile(
+        id="java",
+        aliases=(),
+        syntax=Syntax(
+            line_comments=("//",),
+            block_comment=("/*", "*/"),
+            quotes='"',
+            long_quotes=('"""',),
+            char_literals=True,
+            apostrophes_pair=True,
+            quick_openers=True,
+        ),
+        block_openers=BRACE_OPENERS,
+        braces=True,
+        definitions=True,
+        indentation_scopes=False,
+        nested_statements=None,
+        blank_lines_ignored=False,
+        prose=False,
+        grammar=Grammar("tree_sitter_java", "language"),
+        queries="java",
+        test_naming=None,
+    ),
+    LanguageProfile(
+        id="c",
+        aliases=(),
+        syntax=C_SYNTAX,
+        block_openers=BRACE_OPENERS,
+        braces=True,
+        definitions=True,
+        indentation_scopes=False,
+        nested_statements=None,
+        blank_lines_ignored=False,
+        prose=False,
+        grammar=Grammar("tree_sitter_c", "language"),
+        queries="c",
+        test_naming=None,
+    ),
+    LanguageProfile(
+        id="cpp",
+        aliases=("c++",),
+        syntax=C_SYNTAX,
+        block_openers=BRACE_OPENERS,
+        braces=True,
+        definitions=True,
+        indentation_scopes=False,
+        nested_statements=None,
+        blank_lines_ignored=False,
+        prose=False,
+        grammar=Grammar("tree_sitter_cpp", "language"),
+        queries="cpp",
+        test_naming=None,
+    ),
+    LanguageProfile(
+        id="csharp",
+        aliases=("cs",),
+        syntax=C_SYNTAX,
+        block_openers=BRACE_OPENERS,
+        braces=True,
+        definitions=True,
+        indentation_scopes=False,
+        nested_statements=None,
+        blank_lines_ignored=False,
+        prose=False,
+        grammar=Grammar("tree_sitter_c_sharp", "language"),
+        queries="c_sharp",
+        test_naming=None,
+    ),
+    LanguageProfile(
+        id="php",
+        aliases=(),
+        syntax=Syntax(
+            line_comments=("//", "#"),
+            block_comment=("/*", "*/"),
+            quotes="\"'",
+            long_quotes=(),
+            char_literals=False,
+            apostrophes_pair=True,
+            quick_openers=True,
+        ),
+        block_openers=BRACE_OPENERS,
+        braces=True,
+        definitions=True,
+        indentation_scopes=False,
+        nested_statements=None,
+        blank_lines_ignored=False,
+        prose=False,
+        grammar=Grammar("tree_sitter_php", "language_php"),
+        queries="php",
+        test_naming=None,
+    ),
+    LanguageProfile(
+        id="ruby",
+        aliases=(),
+        syntax=Syntax(
+            line_comments=("#",),
+            block_comment=None,
+            quotes="\"'",
+            long_quotes=(),
+            char_literals=False,
+            apostrophes_pair=True,
+            quick_openers=False,
+        ),
+        block_openers=KEYWORD_OPENERS,
+        braces=False,
+        definitions=True,
+        indentation_scopes=False,
+        nested_statements=None,
+        blank_lines_ignored=False,
+        prose=False,
+        grammar=Grammar("tree_sitter_ruby", "language"),
+        queries="ruby",
+        test_naming=None,
+    ),
+    LanguageProfile(
+        id="lua",
+        aliases=(),
+        syntax=Syntax(
+            line_comments=("--",),
+            block_comment=None,
+            quotes="\"'",
+            long_quotes=(),
+            char_literals=False,
+            apostrophes_pair=True,
+            quick_openers=False,
+        ),
+        block_openers=KEYWORD_OPENERS,
+        braces=False,
+        definitions=True,
+        indentation_scopes=False,
+        nested_statements=None,
+        blank_lines_ignored=False,
+        prose=False,
+        grammar=Grammar("tree_sitter_lua", "language"),
+        queries="lua",
+        test_naming=None,
+    ),
+    LanguageProfile(
+        id="shellscript",
+        aliases=("sh", "bash"),
+        syntax=Syntax(
+            line_comments=("#",),
+            block_comment=None,
+            quotes="\"'",
+            long_quotes=(),
+            char_literals=False,
+            apostrophes_pair=True,
+            quick_openers=True,
+        ),
+        block_openers=(*KEYWORD_OPENERS, "{"),
+        braces=False,
+        definitions=False,
+        indentation_scopes=False,
+        nested_statements=None,
+        blank_lines_ignored=False,
+        prose=False,
+        grammar=Grammar("tree_sitter_bash", "language"),
+        queries="bash",
+        test_naming=None,
+    ),
+    LanguageProfile(
+        id="json",
+        aliases=(),
+        syntax=Syntax(
+            line_comments=(),
+            block_comment=None,
+            quotes='"',
+            long_quotes=(),
+            char_literals=False,
+            apostrophes_pair=True,
+            quick_openers=True,
+        ),
+        block_openers=(),
+        braces=False,
+        definitions=False,
+        indentation_scopes=False,
+        nested_statements=None,
+        blank_lines_ignored=False,
+        prose=False,
+        grammar=Grammar("tree_sitter_json", "language"),
+        queries=None,
+        test_naming=None,
+    ),
+    _prose("plaintext", ("",)),
+    _prose("markdown", ()),
+    *(_comments_only(id, "#") for id in HASH_COMMENTED),
+    *(_comments_only(id, "--") for id in DASH_COMMENTED),
+)
+
+_BY_ID = {name: profile for profile in PROFILES for name in (profile.id, *profile.aliases)}
+
+
+@lru_cache(maxsize=256)
+def profile_for(language_id: str) -> LanguageProfile:
+    """The profile of an editor's language id (any case, or an alias), else `GENERIC`."""
+    return _BY_ID.get(language_id.lower(), GENERIC)
+
+
+def canonical(language_id: str) -> str:
+    """The id the profiles use for an editor's language id; an unknown id, lower-cased."""
+    profile = _BY_ID.get(language_id.lower())
+    return language_id.lower() if profile is None else profile.id

@@ -1,0 +1,74 @@
+"""What the filters know about the cursor, and the document's indentation."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+DEFAULT_INDENT = "    "
+
+
+@dataclass(frozen=True, slots=True)
+class CursorContext:
+    """What surrounds the cursor, as the filters need it."""
+
+    line_prefix: str
+    """Text of the cursor's line before the cursor."""
+    line_suffix: str
+    """Text of the cursor's line after the cursor."""
+    next_lines: tuple[str, ...] = ()
+    """A few lines after the cursor's line, to catch a model repeating them."""
+    multiline: bool = True
+    """Whether several lines may be suggested; otherwise the rest of one line."""
+    max_lines: int = 12
+    language: str = "plaintext"
+    """The document's LSP language id: its profile gives the scope rules and the string
+    syntax."""
+    indent_unit: str = DEFAULT_INDENT
+    """The document's indentation unit ("\\t" or N spaces) that suggestions are given."""
+    new_errors: Callable[[str], int] | None = None
+    """How many syntax errors inserting a candidate at the cursor adds (None: no grammar)."""
+    parses_at_cursor: bool | Callable[[], bool] = True
+    """False when the document already has a syntax error at the cursor: error counts there
+    cannot tell a bad suggestion from a bad document, so none is dropped for them. (Or how
+    to find out: it takes a parse, which few suggestions need.)"""
+
+
+def detect_indent_unit(lines: Iterable[str]) -> str:
+    """The document's indentation unit, so suggestions can be re-indented to match it.
+
+    Tabs when more lines are indented with tabs than with spaces; otherwise the most
+    frequent positive step between consecutive non-blank lines (the smaller on a tie).
+    """
+    tabbed = spaced = 0
+    steps: Counter[int] = Counter()
+    previous = 0
+    for line in lines:
+        if not line.strip():
+            continue
+        if line.startswith("\t"):
+            tabbed += 1
+            continue
+        width = len(line) - len(line.lstrip(" "))
+        spaced += width > 0
+        if 0 < width - previous <= 8:
+            steps[width - previous] += 1
+        previous = width
+    if tabbed > spaced:
+        return "\t"
+    if not steps:
+        return DEFAULT_INDENT
+    most = max(steps.values())
+    return " " * min(step for step, count in steps.items() if count == most)
+
+
+def leading(line: str) -> str:
+    """The line's indentation."""
+    return line[: len(line) - len(line.lstrip(" \t"))]
+
+
+def columns(indent: str, unit: str) -> int:
+    """Columns of an indentation, a tab counting as one unit of the document."""
+    tab = 4 if "\t" in unit or not unit else len(unit)
+    return indent.count("\t") * tab + indent.count(" ")

@@ -1,0 +1,142 @@
+"""Language profiles: one per language, complete, and naming grammars and queries that exist."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+from tree_sitter import Language
+
+from lsp_spark import languages
+from lsp_spark.actions.testfiles import test_file_for as find_test_file
+from lsp_spark.languages import GENERIC, PROFILES, QUICK_OPENERS, canonical, profile_for
+from lsp_spark.syntax.grammars import QUERY_NAMES, query_for
+
+ROOT = Path(__file__).resolve().parent.parent
+QUERIES = ROOT / "lsp_spark" / "syntax" / "queries"
+NOT_GRAMMARS = {"tree-sitter", "tree-sitter-language-pack", "tree-sitter-languages"}
+WITH_GRAMMAR = [profile for profile in PROFILES if profile.grammar is not None]
+WITH_QUERIES = [profile for profile in PROFILES if profile.queries is not None]
+
+
+def grammar_wheels() -> set[str]:
+    """The modules of the grammar wheels the project depends on."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    names = {re.split(r"[<>=!~;\[ ]", requirement)[0] for requirement in project["dependencies"]}
+    wheels = {name for name in names if name.startswith("tree-sitter") and name not in NOT_GRAMMARS}
+    return {name.replace("-", "_") for name in wheels}
+
+
+def test_every_grammar_wheel_has_a_profile() -> None:
+    assert grammar_wheels()
+    named = {profile.grammar.module for profile in WITH_GRAMMAR if profile.grammar is not None}
+    assert grammar_wheels() <= named
+
+
+def test_every_query_directory_belongs_to_a_profile() -> None:
+    """Directly, or as the queries another profile's inherit (`; inherits: ecma`)."""
+    used = {profile.queries for profile in WITH_QUERIES}
+    for directory in list(used):
+        for name in QUERY_NAMES:
+            first_line = (QUERIES / str(directory) / f"{name}.scm").read_text().partition("\n")[0]
+            if first_line.startswith("; inherits:"):
+                used |= {parent.strip() for parent in first_line.split(":", 1)[1].split(",")}
+    assert {path.name for path in QUERIES.iterdir() if path.is_dir()} == used
+
+
+@pytest.mark.parametrize("profile", WITH_GRAMMAR, ids=lambda profile: profile.id)
+def test_a_profiles_grammar_loads(profile: languages.LanguageProfile) -> None:
+    assert profile.grammar is not None
+    module = importlib.import_module(profile.grammar.module)
+    assert isinstance(Language(getattr(module, profile.grammar.function)()), Language)
+
+
+@pytest.mark.parametrize("profile", WITH_QUERIES, ids=lambda profile: profile.id)
+def test_a_profiles_queries_exist_and_compile(profile: languages.LanguageProfile) -> None:
+    assert profile.grammar is not None, "queries need a grammar to run on"
+    for name in QUERY_NAMES:
+        assert (QUERIES / str(profile.queries) / f"{name}.scm").is_file()
+        assert query_for(profile.id, name) is not None
+
+
+@pytest.mark.parametrize(
+    "kind",
+    [languages.LanguageProfile, languages.Syntax, languages.Grammar, languages.NestedStatements],
+)
+def test_no_field_of_a_profile_falls_back_to_a_default(kind: type) -> None:
+    """A profile that leaves a field out does not load, rather than quietly get a value
+    that fits another language."""
+    for field in dataclasses.fields(kind):
+        if field.init:
+            assert field.default is dataclasses.MISSING, field.name
+            assert field.default_factory is dataclasses.MISSING, field.name
+
+
+def test_ids_and_aliases_name_one_profile_each() -> None:
+    names = [name for profile in PROFILES for name in (profile.id, *profile.aliases)]
+    assert len(names) == len(set(names))
+    assert all(name == name.lower() for name in names)
+    assert GENERIC not in PROFILES
+
+
+def test_ids_resolve_through_aliases_and_case_and_unknown_ones_get_the_generic_profile() -> None:
+    assert profile_for("TypeScriptReact").id == "typescriptreact"
+    assert profile_for("c++").id == "cpp"
+    assert canonical("JS") == "javascript"
+    assert profile_for("kotlin") is GENERIC
+    assert canonical("Kotlin") == "kotlin"
+
+
+@pytest.mark.parametrize("profile", PROFILES, ids=lambda profile: profile.id)
+def test_a_quick_look_for_strings_and_comments_sees_every_opener(
+    profile: languages.LanguageProfile,
+) -> None:
+    syntax = profile.syntax
+    if not syntax.quick_openers:
+        return
+    openers = [*syntax.line_comments, *syntax.long_quotes, *syntax.quotes]
+    if syntax.block_comment is not None:
+        openers.append(syntax.block_comment[0])
+    if syntax.char_literals:
+        openers.append("'")
+    assert all(opener[0] in QUICK_OPENERS for opener in openers)
+
+
+@pytest.mark.parametrize(
+    "profile",
+    [profile for profile in PROFILES if profile.test_naming is not None],
+    ids=lambda profile: profile.id,
+)
+def test_every_test_naming_finds_a_test_file(profile: languages.LanguageProfile) -> None:
+    assert find_test_file(Path("/project/src/shapes.x"), profile.id, Path("/project")) is not None
+
+
+@pytest.mark.parametrize(
+    ("language", "line", "opens_block", "leaves_open"),
+    [
+        ("python", "def area(w, h):", True, True),
+        ("python", "if ready:  # soon", True, True),
+        ("python", "total = sum(", False, True),
+        ("python", "items.each do", False, False),
+        ("javascript", "if (ready) {", True, True),
+        ("javascript", "const f = () =>", True, True),
+        ("javascript", "  case 1:", True, True),
+        ("rust", "Some(x) =>", True, True),
+        ("ruby", "items.each do", True, True),
+        ("ruby", "total = 1 # so:", False, False),
+        ("lua", "if ready then -- go", True, True),
+        ("shellscript", "for x in a b; do", True, True),
+        ("go", "x := f(", False, True),
+        ("go", "x := f(a,", False, False),
+    ],
+)
+def test_what_opens_a_block_is_the_languages(
+    language: str, line: str, opens_block: bool, leaves_open: bool
+) -> None:
+    profile = profile_for(language)
+    assert profile.opens_block(line) is opens_block
+    assert profile.leaves_open(line) is leaves_open
