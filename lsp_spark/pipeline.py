@@ -260,7 +260,11 @@ class CompletionEngine:
                         self.stats.early_stops += 1
                         closed = "earlyStop"
                         break
-                    if inflight is not None and inflight.contradicts(assembled.suggestion()[0]):
+                    if (
+                        inflight is not None
+                        and inflight.typed
+                        and inflight.contradicts(assembled.suggestion()[0])
+                    ):
                         self.stats.superseded += 1
                         closed = "contradicted"
                         return None

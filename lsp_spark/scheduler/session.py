@@ -69,9 +69,9 @@ class Inflight:
     none of them waits for more than one request's deadline."""
 
     def contradicts(self, suggestion: str) -> bool:
-        """The suggestion so far disagrees with what was typed since: it can help nobody."""
-        if not self.typed:
-            return False
+        """The suggestion so far disagrees with what was typed since: it can help nobody.
+        (Asked only once something was typed: reading the suggestion so far costs more than
+        the rest of a delta's handling.)"""
         shared = min(len(suggestion), len(self.typed))
         return shared > 0 and suggestion[:shared] != self.typed[:shared]
 
