@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import sys
 import tempfile
+import threading
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import asdict
 from typing import Any
@@ -15,6 +17,7 @@ from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 from tree_sitter import Tree
 
+from lsp_spark.backends.local import WORKER_THREAD_NAME, LocalBackend
 from lsp_spark.documents import ByteEdit
 from lsp_spark.testing import isolated_environment
 from lsp_spark.testing.cerebras_server import CerebrasTestServer
@@ -97,6 +100,119 @@ async def eventually(
 ) -> bool:
     """Wait, without blocking the event loop, for the test server to see something."""
     return await asyncio.to_thread(server.wait_for, condition, timeout)
+
+
+QUIET = 600.0
+"""Seconds between a loopback stream's tokens (or before its first) in tests of what happens
+meanwhile: far beyond any wait of theirs, so what the server saw it saw before that token."""
+SEEN = 10.0
+"""Seconds to wait for the test server to see something that must happen long before QUIET
+passes (a hang-up, say): a guard against hanging, not a measure of how soon."""
+
+HOLD_GUARD = 60.0
+"""Seconds a held reply waits for its release at most: a hang guard, never reached when the
+test releases it (or ends, which releases it too)."""
+
+
+class HeldReply:
+    """The loopback server's completions answered with `reply` only once the test releases
+    them: the server's thread waits in `reply_fn` (every other request to it waits too), so
+    what the test has the language server do first cannot be raced by the model's answer."""
+
+    def __init__(self, server: CerebrasTestServer, reply: str) -> None:
+        self.reply = reply
+        self._released = threading.Event()
+        server.config.reply_fn = self._answer
+
+    def _answer(self, body: Any) -> str:
+        self._released.wait(HOLD_GUARD)
+        return self.reply
+
+    def release(self) -> None:
+        self._released.set()
+
+
+Hold = Callable[[CerebrasTestServer, str], HeldReply]
+
+
+@pytest.fixture
+def hold() -> Iterator[Hold]:
+    """Hold a loopback server's replies (see `HeldReply`); all are released when the test
+    ends. Ask for it after the server's fixture, so it is torn down (released) first."""
+    held: list[HeldReply] = []
+
+    def start(server: CerebrasTestServer, reply: str) -> HeldReply:
+        held.append(HeldReply(server, reply))
+        return held[-1]
+
+    yield start
+    for reply in held:
+        reply.release()
+
+
+class HeldWorker:
+    """A LocalBackend's next worker thread, held after each piece of text it emits until its
+    stream is closed, as if the model were slow: what the test does between two tokens is not
+    raced by the model, and while it is held no token is generated. Later workers run free;
+    `another_started` is set when the first of them starts."""
+
+    def __init__(self, backend: LocalBackend, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.another_started = threading.Event()
+        self._claimed = False
+        self._lock = threading.Lock()
+        work = backend._work
+
+        def held_work(job: Any, cancel: threading.Event, emit: Callable[[Any], None]) -> None:
+            with self._lock:
+                first, self._claimed = not self._claimed, True
+            if not first:
+                self.another_started.set()
+                work(job, cancel, emit)
+                return
+
+            def emit_then_wait(item: Any) -> None:
+                emit(item)
+                if isinstance(item, str):
+                    cancel.wait()
+
+            work(job, cancel, emit_then_wait)
+
+        monkeypatch.setattr(backend, "_work", held_work)
+
+
+async def local_idle(backend: LocalBackend, timeout: float = HOLD_GUARD) -> None:
+    """Until every worker thread has ended (bounded: a hang guard, not a measure of how soon)."""
+    for thread in threading.enumerate():
+        if thread.name == WORKER_THREAD_NAME:
+            await asyncio.to_thread(thread.join, timeout)
+    assert not backend.generating, "a worker thread is still generating"
+
+
+class LoopClock:
+    """The running event loop's clock, moved on by the test: a timer comes due when the test
+    says, not when a busy machine gets round to it. Real time still flows beneath it, so the
+    periods a test moves through are minutes long, far beyond any pause between two steps."""
+
+    def __init__(self) -> None:
+        self.offset = 0.0
+
+    def time(self) -> float:
+        return time.monotonic() + self.offset
+
+    async def advance(self, seconds: float) -> None:
+        """Move the clock on and let the loop run what came due: a timer due now runs on the
+        loop's next turn, behind the task that moved the clock."""
+        self.offset += seconds
+        for _ in range(3):
+            await asyncio.sleep(0)
+
+
+@pytest_asyncio.fixture
+async def loop_clock(monkeypatch: pytest.MonkeyPatch) -> LoopClock:
+    """The test's event loop on a `LoopClock` (asyncio schedules every timer by `loop.time`)."""
+    clock = LoopClock()
+    monkeypatch.setattr(asyncio.get_running_loop(), "time", clock.time)
+    return clock
 
 
 def open_document(

@@ -13,7 +13,7 @@ from lsp_spark.backends.cerebras import CerebrasBackend
 from lsp_spark.backends.local import LocalBackend, local_backend_available
 from lsp_spark.backends.openai_compat import OpenAICompatibleBackend
 from lsp_spark.testing.cerebras_server import CerebrasTestServer, Fault
-from tests.conftest import TEST_KEY, eventually
+from tests.conftest import QUIET, SEEN, TEST_KEY, HeldWorker, eventually, local_idle
 
 MESSAGES = [
     {"role": "system", "content": "You edit code."},
@@ -91,7 +91,7 @@ async def test_cerebras_chat_failures_other_than_the_prediction_are_not_retried(
 
 
 async def test_closing_a_chat_hangs_up_on_the_server(cerebras: CerebrasTestServer) -> None:
-    cerebras.config.tokens_per_second = 20
+    cerebras.config.tokens_per_second = 1 / QUIET  # the first token at once, the next not
     cerebras.config.queue_replies(" word" * 100)
     backend = cerebras_backend(cerebras)
     try:
@@ -100,10 +100,11 @@ async def test_closing_a_chat_hangs_up_on_the_server(cerebras: CerebrasTestServe
         ) as deltas:
             async for _ in deltas:
                 break
-        assert await eventually(cerebras, lambda: cerebras.completion_requests[-1].client_hung_up)
+        upstream = cerebras.completion_requests[-1]
+        assert await eventually(cerebras, lambda: upstream.client_hung_up, SEEN)
     finally:
         await backend.aclose()
-    assert cerebras.completion_requests[-1].tokens_sent <= 3
+    assert upstream.tokens_sent == 1, "hung up before the next token"
 
 
 async def test_openai_chat_is_plain_chat_without_a_prediction(
@@ -127,21 +128,21 @@ async def test_openai_chat_is_plain_chat_without_a_prediction(
 
 
 @pytest.mark.skipif(not local_backend_available(), reason="the embedded model is not installed")
-async def test_the_embedded_model_chats_and_stops_when_closed() -> None:
+async def test_the_embedded_model_chats_and_stops_when_closed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     backend = LocalBackend()
     try:
         usage = ChatUsage()
         text = await asyncio.wait_for(chat(backend, max_tokens=24, usage=usage), 60)
         assert text.strip()
         assert 0 < usage.completion_tokens <= 24
-        before = backend.tokens_generated
+        HeldWorker(backend, monkeypatch)
         async with contextlib.aclosing(backend.chat(MESSAGES, max_tokens=400)) as deltas:
             async for _ in deltas:
+                at_close = backend.tokens_generated
                 break
-        deadline = asyncio.get_running_loop().time() + 10
-        while backend.generating:
-            assert asyncio.get_running_loop().time() < deadline, "generation did not stop"
-            await asyncio.sleep(0.01)
-        assert backend.tokens_generated - before < 50
+        await local_idle(backend)
+        assert backend.tokens_generated == at_close, "a token was generated after the close"
     finally:
         await backend.aclose()

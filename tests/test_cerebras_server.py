@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import signal
 import socket
@@ -32,6 +31,11 @@ MODEL = "llama3.1-8b"
 REPLY = "def add(a, b):\n    return a + b\n"
 LONG_REPLY = " ".join(f"word{i}" for i in range(40))
 REPO_ROOT = Path(__file__).resolve().parents[1]
+QUIET = 600.0
+"""Seconds until the next token is due: far beyond GUARD, so what the server notices
+meanwhile it noticed between tokens."""
+GUARD = 10.0
+"""Seconds to wait for something the server must see long before QUIET passes."""
 
 
 @pytest.fixture
@@ -360,7 +364,7 @@ async def test_ttft_and_tokens_per_second_are_respected(
             if line.startswith("data: "):
                 first_chunk_at = time.monotonic()
                 break
-    assert 0.18 <= first_chunk_at - started < 3.0
+    assert first_chunk_at - started >= 0.18, "no token before the time to first token"
 
     server.config.ttft = 0.0
     server.config.tokens_per_second = 100
@@ -370,7 +374,7 @@ async def test_ttft_and_tokens_per_second_are_respected(
     _, events = await stream_events(http, "/v1/chat/completions", chat_body())
     elapsed = time.monotonic() - started
     assert len(events) == 21 + 2
-    assert 0.18 <= elapsed < 3.0
+    assert elapsed >= 0.18, "20 gaps of 10 ms between 21 tokens"
 
 
 async def test_rate_limit_and_server_error_faults(
@@ -434,14 +438,12 @@ async def test_stall_sends_nothing_more_and_records_the_hang_up(
             async for line in response.aiter_lines():
                 if line.startswith("data: "):
                     received.append(line)
-    closed_at = time.monotonic()
     assert len(received) == 2
     record = server.completion_requests[0]
     await server.wait_for_async(lambda: record.client_hung_up)
     assert record.tokens_sent == 2
     assert not record.finished
-    assert record.hung_up_at is not None
-    assert record.hung_up_at - closed_at < 0.05
+    assert record.hung_up_at is not None and record.hung_up_at >= record.received_at
 
 
 async def test_malformed_chunk_appears_and_the_stream_carries_on(
@@ -470,33 +472,29 @@ async def test_api_key_is_enforced(server: CerebrasTestServer, http: httpx.Async
     assert [r.status for r in server.completion_requests] == [401, 401, 200]
 
 
-async def test_client_hang_up_is_noticed_within_milliseconds(
+async def test_a_client_hang_up_is_noticed_while_the_next_token_is_not_yet_due(
     server: CerebrasTestServer, http: httpx.AsyncClient
 ) -> None:
-    server.config.tokens_per_second = 20
+    """The first token at once, the next one minutes later: the hang-up is seen between the
+    two, not at the next write. (How soon after the close: benchmarks/replay.py.)"""
+    server.config.tokens_per_second = 1 / QUIET
     server.config.queue_replies(LONG_REPLY)
-    read = 0
     async with http.stream("POST", "/v1/chat/completions", json=chat_body(stream=True)) as resp:
         async for line in resp.aiter_lines():
             if line.startswith("data: "):
-                read += 1
-                if read == 2:
-                    break
-        closed_at = time.monotonic()
+                break
     record = server.completion_requests[0]
-    await server.wait_for_async(lambda: record.client_hung_up)
+    await server.wait_for_async(lambda: record.client_hung_up, timeout=GUARD)
     assert record.hung_up_at is not None
-    assert record.hung_up_at - closed_at < 0.05
-    await asyncio.sleep(0.15)
-    assert record.tokens_sent <= read + 1
+    assert record.tokens_sent == 1, "nothing was sent after the hang-up"
     assert not record.finished
 
 
 @pytest.mark.parametrize("stream", [True, False])
-async def test_hang_up_during_a_long_ttft_is_noticed_at_once(
+async def test_a_hang_up_during_a_long_ttft_is_noticed_before_the_first_token(
     server: CerebrasTestServer, http: httpx.AsyncClient, stream: bool
 ) -> None:
-    server.config.ttft = 5.0
+    server.config.ttft = QUIET
     with pytest.raises(httpx.ReadTimeout):
         async with http.stream(
             "POST",
@@ -505,11 +503,9 @@ async def test_hang_up_during_a_long_ttft_is_noticed_at_once(
             timeout=httpx.Timeout(5.0, read=0.1),
         ) as response:
             await response.aread()
-    closed_at = time.monotonic()
     record = server.completion_requests[0]
-    await server.wait_for_async(lambda: record.client_hung_up, timeout=1.0)
+    await server.wait_for_async(lambda: record.client_hung_up, timeout=GUARD)
     assert record.hung_up_at is not None
-    assert record.hung_up_at - closed_at < 0.05
     assert record.tokens_sent == 0
 
 
@@ -607,9 +603,7 @@ async def test_stop_aborts_open_streams_and_leaves_no_thread() -> None:
         client.stream("POST", "/v1/chat/completions", json=chat_body(stream=True)) as response,
     ):
         assert response.status_code == 200
-        started = time.monotonic()
-        srv.stop()
-        assert time.monotonic() - started < 2.0
+        srv.stop()  # raises TimeoutError if the stalled stream held it up
         with pytest.raises(httpx.TransportError):
             await response.aread()
     srv.stop()

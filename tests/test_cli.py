@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
@@ -95,12 +96,17 @@ async def test_serve_over_tcp(cerebras: CerebrasTestServer) -> None:
     )
     client = LanguageClient("tcp-test", "1")
     try:
-        for _ in range(100):
+        # Connect once the server listens: it says nothing when it does, so try until it
+        # accepts (bounded: a hang guard) or has exited.
+        for _ in range(600):
+            assert process.returncode is None, "the server exited before it listened"
             try:
                 await client.start_tcp("127.0.0.1", port)
                 break
             except OSError:
                 await asyncio.sleep(0.05)
+        else:
+            pytest.fail("the server never listened")
         result = await client.initialize_async(
             types.InitializeParams(
                 capabilities=types.ClientCapabilities(),

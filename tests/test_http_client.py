@@ -16,7 +16,7 @@ import trustme
 from lsp_spark.backends import BackendError, FailureKind
 from lsp_spark.backends.http import ApiClient
 from lsp_spark.testing.cerebras_server import CerebrasTestServer
-from tests.conftest import TEST_KEY, eventually
+from tests.conftest import QUIET, TEST_KEY, eventually
 
 CHAT = "/v1/chat/completions"
 BODY = {"model": "gpt-oss-120b", "messages": [{"role": "user", "content": "x"}], "stream": True}
@@ -87,7 +87,7 @@ async def test_events_stream_and_the_connection_is_kept(cerebras: CerebrasTestSe
 async def test_a_stream_cut_short_closes_its_connection_and_a_spare_is_opened(
     cerebras: CerebrasTestServer,
 ) -> None:
-    cerebras.config.tokens_per_second = 50.0
+    cerebras.config.tokens_per_second = 1 / QUIET  # cut short: its end is minutes away
     cerebras.config.queue_replies("one two three four five six seven eight nine ten")
     http = client(cerebras.base_url)
     try:

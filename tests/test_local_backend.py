@@ -9,10 +9,11 @@ import os
 import subprocess
 import sys
 import textwrap
-import time
+import threading
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,6 +26,7 @@ from lsp_spark.backends.local import (
     local_backend_available,
 )
 from lsp_spark.prompts.continuation import continuation_prompt, continuation_stops
+from tests.conftest import HeldWorker, local_idle
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -65,15 +67,6 @@ async def complete(backend: LocalBackend, request: CompletionRequest) -> str:
         return "".join([delta async for delta in deltas])
 
 
-async def wait_idle(backend: LocalBackend, within: float) -> float:
-    started = time.monotonic()
-    while backend.generating:
-        elapsed = time.monotonic() - started
-        assert elapsed < within, f"worker still generating after {elapsed:.2f}s"
-        await asyncio.sleep(0.01)
-    return time.monotonic() - started
-
-
 def test_bundled_model_is_found() -> None:
     path = bundled_model_path()
     assert path is not None
@@ -93,20 +86,22 @@ async def test_streams_a_real_completion(backend: LocalBackend) -> None:
     assert await backend.list_models() == [backend.model]
 
 
-async def test_closing_the_stream_stops_generation(backend: LocalBackend) -> None:
-    before = backend.tokens_generated
+async def test_closing_the_stream_stops_generation(
+    backend: LocalBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    HeldWorker(backend, monkeypatch)
     deltas = backend.stream(ENDLESS)
     assert await anext(deltas)
+    at_close = backend.tokens_generated
     await deltas.aclose()
-    await wait_idle(backend, within=1.0)
-    stopped_at = backend.tokens_generated
-    await asyncio.sleep(0.3)
-    assert backend.tokens_generated == stopped_at
-    assert stopped_at - before < 20
+    await local_idle(backend)
+    assert backend.tokens_generated == at_close, "a token was generated after the close"
 
 
-async def test_a_cancelled_request_does_not_block_the_next(backend: LocalBackend) -> None:
-    before = backend.tokens_generated
+async def test_a_cancelled_request_does_not_block_the_next(
+    backend: LocalBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    held = HeldWorker(backend, monkeypatch)
     first_delta = asyncio.Event()
 
     async def consume_endless() -> None:
@@ -117,28 +112,58 @@ async def test_a_cancelled_request_does_not_block_the_next(backend: LocalBackend
     endless = asyncio.create_task(consume_endless())
     await asyncio.wait_for(first_delta.wait(), timeout=30)
     second = asyncio.create_task(complete(backend, READ_LINES))
-    await asyncio.sleep(0.05)
+    assert await asyncio.to_thread(held.another_started.wait, 30), "the second never started"
+    at_cancel = backend.tokens_generated
     endless.cancel()
     with pytest.raises(asyncio.CancelledError):
         await endless
     text = await asyncio.wait_for(second, timeout=20)
     assert text.strip()
-    assert backend.tokens_generated - before < 100, "the cancelled request ran to its end"
+    assert backend.tokens_generated - at_cancel == backend.last_usage.completion_tokens, (
+        "only the second request generated after the cancel"
+    )
 
 
-async def test_cancelling_during_a_long_prompt_stops_within_a_chunk(backend: LocalBackend) -> None:
+async def test_cancelling_during_a_long_prompt_stops_within_a_chunk(
+    backend: LocalBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The prompt is evaluated in chunks with a look at the cancellation between them; the
+    first chunk is held until the cancellation, after which no chunk may be evaluated."""
     # About 1800 prompt tokens: several seconds of evaluation if it could not be interrupted.
     prefix = "".join(
         f"def handler_{i}(event):\n    return event.get({i!r})\n\n" for i in range(110)
     )
     request = CompletionRequest(prefix=prefix, suffix="", language="python", max_tokens=8)
+    chunks: list[int] = []
+    first_chunk = threading.Event()
+    prefill = local._prefill
+
+    def held_prefill(llm: Any, tokens: list[int], cancel: threading.Event) -> bool:
+        evaluate = llm.eval
+
+        def evaluate_then_wait(batch: list[int]) -> None:
+            evaluate(batch)
+            chunks.append(len(batch))
+            first_chunk.set()
+            cancel.wait()
+
+        llm.eval = evaluate_then_wait
+        try:
+            return prefill(llm, tokens, cancel)
+        finally:
+            del llm.eval
+
+    monkeypatch.setattr(local, "_prefill", held_prefill)
+    before = backend.tokens_generated
     task = asyncio.create_task(complete(backend, request))
-    await asyncio.sleep(0.5)
+    assert await asyncio.to_thread(first_chunk.wait, 60), "the prompt was never evaluated"
     assert backend.generating
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    await wait_idle(backend, within=1.0)
+    await local_idle(backend)
+    assert len(chunks) == 1, "a chunk was evaluated after the cancellation"
+    assert backend.tokens_generated == before
 
 
 async def test_single_line_mode_stops_at_the_end_of_the_line(backend: LocalBackend) -> None:

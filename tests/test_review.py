@@ -4,13 +4,22 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
+from typing import Any
 
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from lsp_spark.testing.cerebras_server import CerebrasTestServer
-from tests.conftest import StartSpark, cerebras_options, edit_text, eventually, open_document
-from tests.test_actions import code_actions, wait_until
+from tests.conftest import (
+    StartSpark,
+    cerebras_options,
+    edit_text,
+    eventually,
+    inline,
+    open_document,
+)
+from tests.test_actions import WAIT, code_actions, wait_until
 
 URI = "file:///work/users.py"
 SOURCE = """import sqlite3
@@ -68,6 +77,22 @@ def prompt(cerebras: CerebrasTestServer, index: int = -1) -> str:
     return str(cerebras.completion_requests[index].body["messages"][-1]["content"])
 
 
+async def review_cache_hits(client: LanguageClient) -> int:
+    stats = await client.protocol.send_request_async("lspSpark/stats", None)
+    return int(stats.securityReview.cacheHits)
+
+
+async def wait_until_stats(
+    client: LanguageClient, condition: Callable[[Any], bool], timeout: float = WAIT
+) -> None:
+    """Until `lspSpark/stats` shows what `condition` looks for (bounded: a hang guard)."""
+    for _ in range(int(timeout / 0.01)):
+        if condition(await client.protocol.send_request_async("lspSpark/stats", None)):
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("the stats never showed it")
+
+
 async def reviewed(client: LanguageClient, cerebras: CerebrasTestServer) -> types.Diagnostic:
     """Save, and wait for the finding of the scripted review."""
     cerebras.config.queue_replies(json.dumps(FINDING))
@@ -117,7 +142,11 @@ async def test_only_changed_functions_are_sent_and_findings_follow_the_code(
         cerebras,
         lambda: len(cerebras.completion_requests) == 2 and cerebras.completion_requests[1].finished,
     )
-    await asyncio.sleep(0.1)
+    # A save reviews again once that review is over (the functions now come from the cache):
+    # by then what that review found is published.
+    hits = await review_cache_hits(client)
+    save(client)
+    await wait_until_stats(client, lambda stats: stats.securityReview.cacheHits >= hits + 2)
     assert published(client) == [], "the review of the fixed function finds nothing"
     changed = prompt(cerebras)
     assert "SELECT * FROM users WHERE name = ?" in changed
@@ -154,13 +183,20 @@ async def test_only_changed_functions_are_sent_and_findings_follow_the_code(
 async def test_the_review_is_off_unless_asked_for(
     start_spark: StartSpark, cerebras: CerebrasTestServer
 ) -> None:
-    client = await start_spark(cerebras_options(cerebras, securityReviewDelayMs=100))
+    """Timers on the server's one event loop fire in the order they come due: once a
+    completion asked after the edit and debounced for 200 ms has gone upstream, a review
+    due 100 ms after the edit would have begun."""
+    client = await start_spark(
+        cerebras_options(cerebras, securityReviewDelayMs=100, debounceMs=200)
+    )
     open_document(client, SOURCE, uri=URI)
     save(client)
     replace_lines(client, 2, 8, 8, "def count_users(database):\n")
-    await asyncio.sleep(0.4)
-    await client.protocol.send_request_async("lspSpark/stats", None)
-    assert cerebras.completion_requests == []
+    await inline(client, URI, 10, 0)
+    stats = await client.protocol.send_request_async("lspSpark/stats", None)
+    assert stats.securityReview.requests == 0
+    [completion] = cerebras.completion_requests
+    assert "<CURSOR>" in completion.body["messages"][-1]["content"], "only the completion"
     assert URI not in client.diagnostics
 
 

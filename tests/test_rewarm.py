@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
+from collections.abc import Coroutine
+from typing import Any
 
 import pytest
 
@@ -11,13 +12,15 @@ from lsp_spark.pipeline import CompletionEngine
 from lsp_spark.settings import Settings
 from lsp_spark.testing.cerebras_server import CerebrasTestServer
 from lsp_spark.workspace import Workspace
-from tests.conftest import TEST_KEY, eventually
+from tests.conftest import TEST_KEY, LoopClock, eventually
 
-IDLE = 0.3
+IDLE = 600.0
+"""Seconds of quiet before a re-warm: minutes, so only the test moving the event loop's clock
+brings them about, never a pause of a busy machine."""
 
 
 async def test_the_connection_is_warmed_again_once_requests_stop(
-    cerebras: CerebrasTestServer, monkeypatch: pytest.MonkeyPatch
+    cerebras: CerebrasTestServer, monkeypatch: pytest.MonkeyPatch, loop_clock: LoopClock
 ) -> None:
     monkeypatch.setattr(holder, "IDLE_REWARM", IDLE)
 
@@ -29,11 +32,28 @@ async def test_the_connection_is_warmed_again_once_requests_stop(
         Settings(backend="cerebras", api_key=TEST_KEY, base_url=cerebras.base_url)
     )
     assert await eventually(cerebras, lambda: warmings() == 1), "warmed at start"
+    # Preparing the backend ends by listing the models: done before the clock moves on.
+    assert await eventually(
+        cerebras, lambda: any(r.path == "/v1/models" and r.completed_at for r in cerebras.requests)
+    )
+    backend = engine.backends.backend
+    assert backend is not None
+    rewarms = 0
+    warm = backend.warm
+
+    def counted_warm() -> Coroutine[Any, Any, None]:
+        nonlocal rewarms
+        rewarms += 1
+        return warm()
+
+    monkeypatch.setattr(backend, "warm", counted_warm)
     for _ in range(4):
         engine.backends.used()  # what every upstream request does as it ends
-        await asyncio.sleep(IDLE / 3)
-    assert warmings() == 1, "requests kept coming: no re-warm yet"
-    assert await eventually(cerebras, lambda: warmings() == 2, timeout=IDLE * 5)
-    await asyncio.sleep(IDLE * 1.5)
-    assert warmings() == 2, "one re-warm per quiet spell"
+        await loop_clock.advance(IDLE / 3)
+    assert rewarms == 0, "requests kept coming: no re-warm yet"
+    await loop_clock.advance(IDLE)
+    assert rewarms == 1, "quiet for IDLE: warmed again"
+    assert await eventually(cerebras, lambda: warmings() == 2)
+    await loop_clock.advance(IDLE * 10)
+    assert rewarms == 1 and warmings() == 2, "one re-warm per quiet spell"
     await engine.aclose()

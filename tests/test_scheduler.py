@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from lsp_spark.scheduler import Deadline, LatestOnly
+from tests.conftest import LoopClock
 
 
 def closing_job(closed: list[str]) -> Callable[[str], Coroutine[Any, Any, str]]:
@@ -53,15 +54,18 @@ async def test_a_job_cancelled_by_its_caller_and_by_a_newer_job_is_cancelled_onc
     jobs = LatestOnly()
     interrupted_closes = 0
     started = asyncio.Event()
+    closing = asyncio.Event()
+    closed = asyncio.Event()
 
     async def streaming() -> None:
         nonlocal interrupted_closes
         started.set()
         try:
-            await asyncio.sleep(10)
+            await asyncio.Event().wait()
         except asyncio.CancelledError:
+            closing.set()
             try:
-                await asyncio.sleep(0.05)
+                await closed.wait()  # closing the upstream stream, until the test says
             except asyncio.CancelledError:
                 interrupted_closes += 1
             raise
@@ -69,8 +73,9 @@ async def test_a_job_cancelled_by_its_caller_and_by_a_newer_job_is_cancelled_onc
     caller = asyncio.create_task(jobs.run_here("file:///a.py", streaming()))
     await started.wait()
     caller.cancel()
-    await asyncio.sleep(0.01)
+    await closing.wait()
     jobs.submit("file:///a.py", asyncio.sleep(0))
+    closed.set()
     with pytest.raises(asyncio.CancelledError):
         await caller
     assert interrupted_closes == 0
@@ -107,18 +112,20 @@ async def test_a_job_run_in_its_callers_task_is_cancelled_with_its_caller() -> N
     assert len(jobs) == 0
 
 
-async def test_a_deadline_pushed_back_fires_once_after_the_last_push() -> None:
+async def test_a_deadline_pushed_back_fires_once_after_the_last_push(
+    loop_clock: LoopClock,
+) -> None:
     loop = asyncio.get_running_loop()
     fired: list[float] = []
     deadline = Deadline(lambda: fired.append(loop.time()))
     for _ in range(3):
-        last_due = loop.time() + 0.05
+        last_due = loop.time() + 60
         deadline.push(last_due)
-        await asyncio.sleep(0.03)
+        await loop_clock.advance(36)
     assert fired == [], "each push moved it past the moment the previous one named"
-    await asyncio.sleep(0.1)
-    assert len(fired) == 1 and fired[0] >= last_due - loop._clock_resolution
-    deadline.push(loop.time() + 0.01)
+    await loop_clock.advance(60)
+    assert len(fired) == 1 and fired[0] >= last_due
+    deadline.push(loop.time() + 10)
     deadline.cancel()
-    await asyncio.sleep(0.05)
+    await loop_clock.advance(60)
     assert len(fired) == 1, "cancelled"

