@@ -271,3 +271,8 @@ async def inline(client: LanguageClient, uri: str, line: int, character: int) ->
             ),
         )
     )
+
+
+def texts(result: Any) -> list[str]:
+    """The texts of an `InlineCompletionList`'s items."""
+    return [item.insert_text for item in result.items]

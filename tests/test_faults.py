@@ -17,11 +17,8 @@ from tests.conftest import (
     eventually,
     inline,
     open_document,
+    texts,
 )
-
-
-def texts(result: types.InlineCompletionList) -> list[str]:
-    return [item.insert_text for item in result.items]  # type: ignore[misc]
 
 
 def told(client: object, fragment: str) -> list[str]:

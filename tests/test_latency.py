@@ -16,12 +16,9 @@ from tests.conftest import (
     eventually,
     inline,
     open_document,
+    texts,
     type_text,
 )
-
-
-def texts(result) -> list[str]:
-    return [item.insert_text for item in result.items]
 
 
 async def backend_prepared(client, cerebras: CerebrasTestServer) -> None:

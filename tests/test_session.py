@@ -16,12 +16,9 @@ from tests.conftest import (
     eventually,
     inline,
     open_document,
+    texts,
     type_text,
 )
-
-
-def texts(result: types.InlineCompletionList) -> list[str]:
-    return [item.insert_text for item in result.items]  # type: ignore[misc]
 
 
 async def completion(client: Any, uri: str, line: int, character: int) -> Any:
