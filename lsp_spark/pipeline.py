@@ -376,7 +376,7 @@ class CompletionEngine:
             line_suffix=rest,
             multiline=True,
             new_errors=None,
-            parses_at_cursor=True,
+            parses_at_cursor=None,
         )
         assembled = SuggestionStream(cursor, skip=frozenset(self.settings.disabled_filters))
         self.stats.prefetches += 1

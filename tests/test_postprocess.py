@@ -434,7 +434,7 @@ def parsed(text: str, line_suffix: str = "", parses_at_cursor: bool = True) -> t
         line_prefix="    ",
         line_suffix=line_suffix,
         new_errors=checks,
-        parses_at_cursor=parses_at_cursor,
+        parses_at_cursor=lambda: parses_at_cursor,
     )
     return only(prefer_parsable, text, context), len(checks.checked)
 

@@ -76,7 +76,7 @@ def context_for(case: dict[str, Any]) -> CursorContext:
         language=case["language"],
         indent_unit=case.get("indent_unit") or detect_indent_unit((prefix + suffix).split("\n")),
         new_errors=new_errors,
-        parses_at_cursor=parses,
+        parses_at_cursor=lambda: parses,
     )
 
 

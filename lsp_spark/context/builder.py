@@ -188,7 +188,7 @@ def build_context(
         language=document.language_id,
         indent_unit=options.indent_unit or known.indent_unit,
         new_errors=None if check is None else check.added_errors,
-        parses_at_cursor=True if check is None else check.parses_at_cursor,
+        parses_at_cursor=None if check is None else check.parses_at_cursor,
     )
     return BuiltContext(window=window, related=related, cursor=cursor, sources=sources)
 

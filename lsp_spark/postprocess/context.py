@@ -29,10 +29,10 @@ class CursorContext:
     """The document's indentation unit ("\\t" or N spaces) that suggestions are given."""
     new_errors: Callable[[str], int] | None = None
     """How many syntax errors inserting a candidate at the cursor adds (None: no grammar)."""
-    parses_at_cursor: bool | Callable[[], bool] = True
-    """False when the document already has a syntax error at the cursor: error counts there
-    cannot tell a bad suggestion from a bad document, so none is dropped for them. (Or how
-    to find out: it takes a parse, which few suggestions need.)"""
+    parses_at_cursor: Callable[[], bool] | None = None
+    """Whether the document parses at the cursor (None: taken as yes). Where it does not,
+    error counts cannot tell a bad suggestion from a bad document, so none is dropped for
+    them. A function, since finding out takes a parse, which few suggestions need."""
 
 
 def detect_indent_unit(lines: Iterable[str]) -> str:

@@ -394,7 +394,7 @@ class _Parsable(Stage):
             if count(_inserted(candidate, context)) <= 0:
                 return candidate
         parses = context.parses_at_cursor
-        return "" if (parses() if callable(parses) else parses) else text
+        return "" if parses is None or parses() else text
 
 
 def _inserted(candidate: str, context: CursorContext) -> str:
