@@ -11,36 +11,16 @@ from lsp_spark import settings as settings_module
 from lsp_spark.backends import BackendError, create_backend
 from lsp_spark.backends.local import bundled_model_path, local_backend_available
 from lsp_spark.documents import PositionEncoding
+from lsp_spark.languages import language_of_file
 from lsp_spark.pipeline import CompletionEngine
 from lsp_spark.syntax.grammars import loaded_grammars
 from lsp_spark.workspace import Workspace
 
-EXTENSION_LANGUAGES = {
-    ".py": "python",
-    ".js": "javascript",
-    ".jsx": "javascriptreact",
-    ".ts": "typescript",
-    ".tsx": "typescriptreact",
-    ".go": "go",
-    ".rs": "rust",
-    ".java": "java",
-    ".c": "c",
-    ".h": "c",
-    ".cc": "cpp",
-    ".cpp": "cpp",
-    ".hpp": "cpp",
-    ".cs": "csharp",
-    ".rb": "ruby",
-    ".php": "php",
-    ".lua": "lua",
-    ".sh": "shellscript",
-    ".json": "json",
-}
 DOCTOR_TIMEOUT = 5.0
 
 
 def language_of(path: Path) -> str:
-    return EXTENSION_LANGUAGES.get(path.suffix.lower(), "plaintext")
+    return language_of_file(path.suffix)
 
 
 def _say(message: str, error: bool = True) -> None:

@@ -114,6 +114,12 @@ class LanguageProfile:
     queries: str | None
     """Its directory under syntax/queries/, or None without queries."""
     test_naming: TestNaming | None
+    optional_types: bool
+    """Type annotations are optional: adding them is an edit worth offering."""
+    fence: str
+    """Its name after a Markdown fence (```tsx), as models know it."""
+    extensions: tuple[str, ...]
+    """File extensions that mean this language, for files opened outside an editor."""
     _block_end: re.Pattern[str] = field(init=False, repr=False, compare=False)
     _open_end: re.Pattern[str] = field(init=False, repr=False, compare=False)
 
@@ -189,6 +195,9 @@ GENERIC = LanguageProfile(
     grammar=None,
     queries=None,
     test_naming=None,
+    optional_types=False,
+    fence="",
+    extensions=(),
 )
 """A language with no profile of its own: C-style line comments, as most have, and any
 of the common block openers; nothing else assumed."""
@@ -197,12 +206,14 @@ of the common block openers; nothing else assumed."""
 def _comments_only(id: str, marker: str) -> LanguageProfile:
     """A language known here by its line comments only (its grammar may come from the
     optional language packs)."""
-    return replace(GENERIC, id=id, syntax=replace(GENERIC.syntax, line_comments=(marker,)))
+    syntax = replace(GENERIC.syntax, line_comments=(marker,))
+    return replace(GENERIC, id=id, syntax=syntax, fence=id)
 
 
 def _prose(id: str, aliases: tuple[str, ...]) -> LanguageProfile:
     syntax = replace(GENERIC.syntax, line_comments=())
-    return replace(GENERIC, id=id, aliases=aliases, syntax=syntax, prose=True)
+    fence = "" if id == "plaintext" else id
+    return replace(GENERIC, id=id, aliases=aliases, syntax=syntax, prose=True, fence=fence)
 
 
 HASH_COMMENTED = (
@@ -234,6 +245,9 @@ PROFILES: tuple[LanguageProfile, ...] = (
         grammar=Grammar("tree_sitter_python", "language"),
         queries="python",
         test_naming=TestNaming.PYTHON,
+        optional_types=True,
+        fence="python",
+        extensions=(".py",),
     ),
     LanguageProfile(
         id="javascript",
@@ -249,6 +263,9 @@ PROFILES: tuple[LanguageProfile, ...] = (
         grammar=Grammar("tree_sitter_javascript", "language"),
         queries="javascript",
         test_naming=TestNaming.JAVASCRIPT,
+        optional_types=False,
+        fence="javascript",
+        extensions=(".js", ".mjs", ".cjs"),
     ),
     LanguageProfile(
         id="javascriptreact",
@@ -264,6 +281,9 @@ PROFILES: tuple[LanguageProfile, ...] = (
         grammar=Grammar("tree_sitter_javascript", "language"),
         queries="javascript",
         test_naming=TestNaming.JAVASCRIPT,
+        optional_types=False,
+        fence="jsx",
+        extensions=(".jsx",),
     ),
     LanguageProfile(
         id="typescript",
@@ -279,6 +299,9 @@ PROFILES: tuple[LanguageProfile, ...] = (
         grammar=Grammar("tree_sitter_typescript", "language_typescript"),
         queries="typescript",
         test_naming=TestNaming.JAVASCRIPT,
+        optional_types=True,
+        fence="typescript",
+        extensions=(".ts", ".mts", ".cts"),
     ),
     LanguageProfile(
         id="typescriptreact",
@@ -294,6 +317,9 @@ PROFILES: tuple[LanguageProfile, ...] = (
         grammar=Grammar("tree_sitter_typescript", "language_tsx"),
         queries="tsx",
         test_naming=TestNaming.JAVASCRIPT,
+        optional_types=True,
+        fence="tsx",
+        extensions=(".tsx",),
     ),
     LanguageProfile(
         id="go",
@@ -317,6 +343,9 @@ PROFILES: tuple[LanguageProfile, ...] = (
         grammar=Grammar("tree_sitter_go", "language"),
         queries="go",
         test_naming=TestNaming.GO,
+        optional_types=False,
+        fence="go",
+        extensions=(".go",),
     ),
     LanguageProfile(
         id="rust",
@@ -332,6 +361,9 @@ PROFILES: tuple[LanguageProfile, ...] = (
         grammar=Grammar("tree_sitter_rust", "language"),
         queries="rust",
         test_naming=TestNaming.RUST,
+        optional_types=False,
+        fence="rust",
+        extensions=(".rs",),
     ),
     LanguageProfile(
         id="java",
@@ -355,6 +387,9 @@ PROFILES: tuple[LanguageProfile, ...] = (
         grammar=Grammar("tree_sitter_java", "language"),
         queries="java",
         test_naming=None,
+        optional_types=False,
+        fence="java",
+        extensions=(".java",),
     ),
     LanguageProfile(
         id="c",
@@ -370,6 +405,9 @@ PROFILES: tuple[LanguageProfile, ...] = (
         grammar=Grammar("tree_sitter_c", "language"),
         queries="c",
         test_naming=None,
+        optional_types=False,
+        fence="c",
+        extensions=(".c", ".h"),
     ),
     LanguageProfile(
         id="cpp",
@@ -385,6 +423,9 @@ PROFILES: tuple[LanguageProfile, ...] = (
         grammar=Grammar("tree_sitter_cpp", "language"),
         queries="cpp",
         test_naming=None,
+        optional_types=False,
+        fence="cpp",
+        extensions=(".cc", ".cpp", ".cxx", ".hpp", ".hh"),
     ),
     LanguageProfile(
         id="csharp",
@@ -400,6 +441,9 @@ PROFILES: tuple[LanguageProfile, ...] = (
         grammar=Grammar("tree_sitter_c_sharp", "language"),
         queries="c_sharp",
         test_naming=None,
+        optional_types=False,
+        fence="cs",
+        extensions=(".cs",),
     ),
     LanguageProfile(
         id="php",
@@ -423,6 +467,9 @@ PROFILES: tuple[LanguageProfile, ...] = (
         grammar=Grammar("tree_sitter_php", "language_php"),
         queries="php",
         test_naming=None,
+        optional_types=True,
+        fence="php",
+        extensions=(".php",),
     ),
     LanguageProfile(
         id="ruby",
@@ -446,6 +493,9 @@ PROFILES: tuple[LanguageProfile, ...] = (
         grammar=Grammar("tree_sitter_ruby", "language"),
         queries="ruby",
         test_naming=None,
+        optional_types=False,
+        fence="ruby",
+        extensions=(".rb",),
     ),
     LanguageProfile(
         id="lua",
@@ -469,6 +519,9 @@ PROFILES: tuple[LanguageProfile, ...] = (
         grammar=Grammar("tree_sitter_lua", "language"),
         queries="lua",
         test_naming=None,
+        optional_types=False,
+        fence="lua",
+        extensions=(".lua",),
     ),
     LanguageProfile(
         id="shellscript",
@@ -492,6 +545,9 @@ PROFILES: tuple[LanguageProfile, ...] = (
         grammar=Grammar("tree_sitter_bash", "language"),
         queries="bash",
         test_naming=None,
+        optional_types=False,
+        fence="bash",
+        extensions=(".sh", ".bash"),
     ),
     LanguageProfile(
         id="json",
@@ -515,6 +571,9 @@ PROFILES: tuple[LanguageProfile, ...] = (
         grammar=Grammar("tree_sitter_json", "language"),
         queries=None,
         test_naming=None,
+        optional_types=False,
+        fence="json",
+        extensions=(".json",),
     ),
     _prose("plaintext", ("",)),
     _prose("markdown", ()),
@@ -535,3 +594,18 @@ def canonical(language_id: str) -> str:
     """The id the profiles use for an editor's language id; an unknown id, lower-cased."""
     profile = _BY_ID.get(language_id.lower())
     return language_id.lower() if profile is None else profile.id
+
+
+_BY_EXTENSION = {extension: profile.id for profile in PROFILES for extension in profile.extensions}
+
+
+def language_of_file(suffix: str) -> str:
+    """The language id of a file with this extension (".py"), else "plaintext"."""
+    return _BY_EXTENSION.get(suffix.lower(), "plaintext")
+
+
+def fence_tag(language_id: str) -> str:
+    """What follows a Markdown fence for this language: its profile's name for it, or the
+    editor's id for a language without a profile."""
+    profile = _BY_ID.get(language_id.lower())
+    return language_id if profile is None else profile.fence

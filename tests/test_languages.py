@@ -12,8 +12,17 @@ import pytest
 from tree_sitter import Language
 
 from lsp_spark import languages
+from lsp_spark.actions.catalog import rewrites_for
 from lsp_spark.actions.testfiles import test_file_for as find_test_file
-from lsp_spark.languages import GENERIC, PROFILES, QUICK_OPENERS, canonical, profile_for
+from lsp_spark.languages import (
+    GENERIC,
+    PROFILES,
+    QUICK_OPENERS,
+    canonical,
+    fence_tag,
+    language_of_file,
+    profile_for,
+)
 from lsp_spark.syntax.grammars import QUERY_NAMES, query_for
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -89,6 +98,32 @@ def test_ids_resolve_through_aliases_and_case_and_unknown_ones_get_the_generic_p
     assert canonical("JS") == "javascript"
     assert profile_for("kotlin") is GENERIC
     assert canonical("Kotlin") == "kotlin"
+
+
+def test_a_file_extension_names_one_language_and_every_grammar_language_has_one() -> None:
+    extensions = [extension for profile in PROFILES for extension in profile.extensions]
+    assert len(extensions) == len(set(extensions))
+    assert all(profile.extensions for profile in WITH_GRAMMAR)
+    assert language_of_file(".TSX") == "typescriptreact"
+    assert language_of_file(".h") == "c"
+    assert language_of_file(".unknown") == "plaintext"
+
+
+def test_fences_use_the_names_models_know_and_unknown_ids_as_they_are() -> None:
+    assert fence_tag("typescriptreact") == "tsx"
+    assert fence_tag("shellscript") == fence_tag("bash") == "bash"
+    assert fence_tag("python") == "python"
+    assert fence_tag("plaintext") == ""
+    assert fence_tag("kotlin") == "kotlin"
+
+
+def test_annotations_are_offered_where_they_are_optional() -> None:
+    offered = {profile.id for profile in PROFILES if "annotate" in ids_of(profile.id)}
+    assert offered == {"python", "typescript", "typescriptreact", "php"}
+
+
+def ids_of(language: str) -> set[str]:
+    return {action.id for action in rewrites_for(language)}
 
 
 @pytest.mark.parametrize("profile", PROFILES, ids=lambda profile: profile.id)

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from lsp_spark.languages import profile_for
 from lsp_spark.prompts.actions import ACTION_INSTRUCTIONS
 
 QUICKFIX = "quickfix"
 REWRITE = "refactor.rewrite"
 TESTS_KIND = "refactor.tests"
 OWN_SOURCE = "lsp-spark"
-TYPED_LANGUAGES = frozenset({"python", "typescript", "typescriptreact", "php"})
-"""Languages where annotations are optional, so adding them is an edit worth offering."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,7 +33,8 @@ BY_ID = {action.id: action for action in (FIX, INSTRUCTION, TESTS, *REWRITES)}
 
 
 def rewrites_for(language: str) -> list[ActionKind]:
-    return [action for action in REWRITES if action.id != "annotate" or language in TYPED_LANGUAGES]
+    typed = profile_for(language).optional_types
+    return [action for action in REWRITES if action.id != "annotate" or typed]
 
 
 def instruction_for(action: str, language: str, name: str | None, diagnostic: str = "") -> str:

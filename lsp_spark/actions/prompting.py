@@ -10,16 +10,10 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
+from lsp_spark.languages import fence_tag
 from lsp_spark.privacy.redaction import redact
 from lsp_spark.prompts.actions import EDIT_SYSTEM, REVIEW_SYSTEM, TESTS_SYSTEM
 
-FENCE_LANGUAGES = {
-    "typescriptreact": "tsx",
-    "javascriptreact": "jsx",
-    "shellscript": "bash",
-    "csharp": "cs",
-    "plaintext": "",
-}
 _BACKTICKS = re.compile(r"`{3,}")
 
 
@@ -100,7 +94,7 @@ def fenced(code: str, language: str) -> str:
     """A Markdown code block around `code`, its fence longer than any backtick run inside."""
     longest = max((len(run) for run in _BACKTICKS.findall(code)), default=2)
     fence = "`" * (longest + 1)
-    return f"{fence}{FENCE_LANGUAGES.get(language, language)}\n{code}\n{fence}"
+    return f"{fence}{fence_tag(language)}\n{code}\n{fence}"
 
 
 def _edit(task: EditTask) -> Outbound:
