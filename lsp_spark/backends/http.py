@@ -50,7 +50,7 @@ MAX_EVENT_BYTES = 1024 * 1024
 """The longest line of an event stream; one event is one chunk of a few tokens."""
 
 
-def status_failure(status: int, retry_after: bytes | str | None, service: str) -> BackendError:
+def status_failure(status: int, headers: dict[bytes, bytes], service: str) -> BackendError:
     """The few kinds of HTTP failure the server acts on differently."""
     if status == 407:
         return BackendError(
@@ -65,7 +65,7 @@ def status_failure(status: int, retry_after: bytes | str | None, service: str) -
         )
     if status == 429:
         try:
-            wait: float | None = float(retry_after or "")
+            wait: float | None = float(headers.get(b"retry-after", b""))
         except ValueError:
             wait = None
         return BackendError(
@@ -350,9 +350,7 @@ class ApiClient:
             while not connection.complete:
                 await self._progress(connection)
             if connection.status != 200:
-                raise status_failure(
-                    connection.status, connection.headers.get(b"retry-after"), self._service
-                )
+                raise status_failure(connection.status, connection.headers, self._service)
             try:
                 document = json.loads(connection.take_body())
             except (ValueError, RecursionError):
@@ -364,9 +362,7 @@ class ApiClient:
 
     def _check_head(self, connection: _Connection, path: str) -> None:
         if connection.status != 200:
-            raise status_failure(
-                connection.status, connection.headers.get(b"retry-after"), self._service
-            )
+            raise status_failure(connection.status, connection.headers, self._service)
         if connection.headers.get(b"content-type", b"").startswith(b"text/html"):
             raise self._not_the_api(connection, path, "a web page")
 
@@ -496,7 +492,7 @@ class ApiClient:
             await connection.progress()
         connection.stop_timer()
         if connection.status == 407:
-            raise status_failure(407, None, "The proxy")
+            raise status_failure(407, connection.headers, "The proxy")
         if connection.status != 200:
             raise OSError(f"the proxy refused the tunnel ({connection.status})")
         assert connection.transport is not None
