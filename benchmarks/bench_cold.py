@@ -36,7 +36,7 @@ from timing import add_size_options  # noqa: E402
 
 from lsp_spark.backends.base import CompletionRequest  # noqa: E402
 from lsp_spark.context.budget import Budget  # noqa: E402
-from lsp_spark.context.builder import ContextOptions, build_context  # noqa: E402
+from lsp_spark.context.builder import ContextBuilder, ContextOptions  # noqa: E402
 from lsp_spark.documents import PositionEncoding  # noqa: E402
 from lsp_spark.postprocess import SuggestionStream  # noqa: E402
 from lsp_spark.privacy.redaction import redact_request  # noqa: E402
@@ -84,6 +84,7 @@ class Typist:
         text = Path(textwrap.__file__).read_text(encoding="utf-8") + FUNCTION
         self.workspace = Workspace()
         self.document = self.workspace.open(URI, "python", 1, text)
+        self.contexts = ContextBuilder(self.workspace)
         self.row = text.count("\n")
         self.column = 4
         self.version = 1
@@ -101,7 +102,7 @@ class Typist:
         self.workspace.change(URI, self.version, [change], PositionEncoding.UTF16)
         self.row, self.column = (self.row + 1, 0) if char == "\n" else (self.row, self.column + 1)
         edited = clock()
-        built = build_context(self.workspace, self.document, self.row, self.column, self.options)
+        built = self.contexts.build(self.document, self.row, self.column, self.options)
         context_done = clock()
         if built is None:
             raise RuntimeError("no context at the cursor")

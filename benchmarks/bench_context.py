@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 from timing import add_size_options  # noqa: E402
 
 from lsp_spark.context.budget import Budget  # noqa: E402
-from lsp_spark.context.builder import ContextOptions, build_context  # noqa: E402
+from lsp_spark.context.builder import ContextBuilder, ContextOptions  # noqa: E402
 from lsp_spark.documents import PositionEncoding  # noqa: E402
 from lsp_spark.workspace import Workspace  # noqa: E402
 
@@ -99,6 +99,7 @@ def main() -> None:
     workspace = Workspace()
     document = workspace.open(URI, "python", 1, text)
     workspace.refresh_outline(URI)
+    contexts = ContextBuilder(workspace)
     budget = Budget(BUDGET_TOKENS)
     options = ContextOptions(budget=budget, max_lines=12)
     candidates = [
@@ -126,7 +127,7 @@ def main() -> None:
         assert syntax is not None
         _ = syntax.tree
         reparsed = time.perf_counter()
-        built = build_context(workspace, document, row, column + 1, options)
+        built = contexts.build(document, row, column + 1, options)
         done = time.perf_counter()
         edit_ms.append((edited - started) * 1000)
         reparse_ms.append((reparsed - edited) * 1000)

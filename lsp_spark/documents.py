@@ -87,22 +87,9 @@ class ChangeStamp:
         self._count += 1
         self._only = None
 
-    def moved(self, key: object, new_key: object) -> int | None:
-        """A change to `key` that moved what follows it (a line split in two): the stamp
-        moves on and holds while only `new_key` changes. Returns the stamp that held for
-        `key` just before, None when something else had changed too."""
-        before = self.except_(key)
-        self._count += 1
-        self._only = new_key
-        return before
-
     def except_(self, key: object) -> int | None:
         """The stamp for "everything but `key`"; None when the last change was elsewhere."""
         return self._count if self._only is None or self._only == key else None
-
-
-SPLITS_KEPT = 64
-"""Line splits remembered in a row (each Enter of a typing run), for `grown_from`."""
 
 
 class UnknownDocumentError(KeyError):
@@ -129,6 +116,14 @@ def _is_blank(text: str) -> bool:
 
 def _utf8_len(text: str) -> int:
     return len(text) if text.isascii() else len(text.encode("utf-8", _ERRORS))
+
+
+def _end_point(start: Point, inserted: str) -> Point:
+    """Where `inserted` ends when written at `start`, in tree-sitter's (row, byte column)."""
+    newlines = inserted.count("\n")
+    if not newlines:
+        return start[0], start[1] + _utf8_len(inserted)
+    return start[0] + newlines, _utf8_len(inserted[inserted.rindex("\n") + 1 :])
 
 
 def _col_from_units(content: str, units: int, encoding: str) -> int:
@@ -231,7 +226,6 @@ class Document:
         "_char_at",
         "_lone_cr",
         "_row_at",
-        "_splits",
         "_stamp",
         "_text",
         "language_id",
@@ -242,9 +236,6 @@ class Document:
     language_id: str
     version: int
     _text: str | None
-    _splits: list[tuple[int, int]]
-    """A run of line splits, each of the row the one before it made, as (row, stamp) at
-    each split: the row's stamp just before it, and for the last row made, just after."""
 
     def __init__(self, uri: str, language_id: str, version: int, text: str) -> None:
         self.uri = uri
@@ -294,19 +285,6 @@ class Document:
         """A number that stays the same while no line but `row` changes (None when the last
         edit was to another line): what was read from the other lines can be reused."""
         return self._stamp.except_(row)
-
-    def grown_from(self, row: int, stamp: int) -> int | None:
-        """The row the cursor's line has become when, since `row` had `stamp`, every change
-        was to the last row of a run that starts at `row` and grows by line splits (Enter):
-        the rows above `row` are as they were, the rows below the run only moved down.
-        None otherwise."""
-        splits = self._splits
-        if len(splits) < 2:
-            return None
-        last, last_stamp = splits[-1]
-        if self._stamp.except_(last) != last_stamp or (row, stamp) not in splits[:-1]:
-            return None
-        return last
 
     def offset_at(self, line: int, character: int, encoding: PositionEncoding) -> int:
         """Code point offset of an LSP position, clamped the way editors expect.
@@ -430,33 +408,23 @@ class Document:
             # The segment ends with the end line's own terminator, which split off an empty tail.
             new_lines.pop()
         self._replace_lines(first, last, new_lines)
-        if first != last:
-            self._splits = []
-            self._stamp.changed_everywhere()
-        elif len(new_lines) == 1:
+        if first == last and len(new_lines) == 1:
             self._stamp.changed(first)
         else:
-            self._note_split(first, first + len(new_lines) - 1)
+            self._stamp.changed_everywhere()
 
-        newlines = new_text.count("\n")
-        if newlines:
-            tail = new_text[new_text.rindex("\n") + 1 :]
-            new_end_point = (start_point[0] + newlines, _utf8_len(tail))
-        else:
-            new_end_point = (start_point[0], start_point[1] + _utf8_len(new_text))
         return ByteEdit(
             start_byte=start_byte,
             old_end_byte=old_end_byte,
             new_end_byte=start_byte + _utf8_len(new_text),
             start_point=start_point,
             old_end_point=old_end_point,
-            new_end_point=new_end_point,
+            new_end_point=_end_point(start_point, new_text),
             blank_after_code=blank_after_code,
         )
 
     def _reset(self, text: str) -> None:
         self._stamp.changed_everywhere()
-        self._splits = []
         lines = _split_lines(text)
         self._blocks = _chunk(lines, [_utf8_len(line) for line in lines])
         self._lone_cr = sum(block.lone_cr for block in self._blocks)
@@ -465,17 +433,6 @@ class Document:
         self._byte_at = [0]
         self._reindex(0)
         self._text = text
-
-    def _note_split(self, row: int, last_new_row: int) -> None:
-        before = self._stamp.moved(row, last_new_row)
-        splits = self._splits
-        if before is None:
-            splits.clear()
-            return
-        if not splits or splits[-1] != (row, before):
-            splits[:] = [(row, before)]
-        splits.append((last_new_row, before + 1))
-        del splits[:-SPLITS_KEPT]
 
     def _reindex(self, first: int) -> None:
         """Refresh the per-block prefix tables from block ``first`` on; earlier ones still hold."""

@@ -14,9 +14,6 @@ import re
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
-QUICK_OPENERS = "\"'`#/<\\"
-"""Characters a quick look for strings and comments searches a line for."""
-
 
 @dataclass(frozen=True, slots=True)
 class Syntax:
@@ -31,13 +28,6 @@ class Syntax:
     """Delimiters of strings that may span lines."""
     char_literals: bool
     """`'` opens a one-character literal, when it is not in `quotes`."""
-    apostrophes_pair: bool
-    """A quick look may pair apostrophes on a line as the lexer does: not where `'` also
-    stands alone (Rust's lifetimes), nor in Go, whose tree reads a rune literal as still
-    open while its line is unfinished."""
-    quick_openers: bool
-    """Every string and comment opens with one of `QUICK_OPENERS`, so a line without them
-    is code without asking the tree (not so for Ruby's `=begin`, Lua's `--[[`)."""
     scanner: re.Pattern[str] = field(init=False, repr=False, compare=False)
     """What a bracket scan stops at, derived: see `__post_init__`."""
 
@@ -100,8 +90,6 @@ class LanguageProfile:
     """Blocks end at a closing brace: a suggestion stops at the one that leaves its block."""
     definitions: bool
     """A second definition at the block's level ends a suggestion (see `postprocess/scope.py`)."""
-    indentation_scopes: bool
-    """Scopes end where the indentation steps back to their header's."""
     nested_statements: NestedStatements | None
     """How a nested statement is checked on its own (None: only top-level ones are)."""
     blank_lines_ignored: bool
@@ -156,8 +144,6 @@ C_SYNTAX = Syntax(
     quotes='"',
     long_quotes=(),
     char_literals=True,
-    apostrophes_pair=True,
-    quick_openers=True,
 )
 ECMA_SYNTAX = Syntax(
     line_comments=("//",),
@@ -165,8 +151,6 @@ ECMA_SYNTAX = Syntax(
     quotes="\"'",
     long_quotes=("`",),
     char_literals=False,
-    apostrophes_pair=True,
-    quick_openers=True,
 )
 ECMA_OPENERS = ("{", "=>", ":")
 BRACE_OPENERS = ("{", ":")
@@ -182,13 +166,10 @@ GENERIC = LanguageProfile(
         quotes="\"'",
         long_quotes=(),
         char_literals=False,
-        apostrophes_pair=True,
-        quick_openers=False,
     ),
     block_openers=(":", "{", "=>", "do", "then", "else"),
     braces=False,
     definitions=False,
-    indentation_scopes=False,
     nested_statements=None,
     blank_lines_ignored=False,
     prose=False,
@@ -232,13 +213,10 @@ PROFILES: tuple[LanguageProfile, ...] = (
             quotes="\"'",
             long_quotes=('"""', "'''"),
             char_literals=False,
-            apostrophes_pair=True,
-            quick_openers=True,
         ),
         block_openers=(":",),
         braces=False,
         definitions=True,
-        indentation_scopes=True,
         nested_statements=NestedStatements(b"if True:\n", frozenset({"block", "module"})),
         blank_lines_ignored=True,
         prose=False,
@@ -256,7 +234,6 @@ PROFILES: tuple[LanguageProfile, ...] = (
         block_openers=ECMA_OPENERS,
         braces=True,
         definitions=True,
-        indentation_scopes=False,
         nested_statements=None,
         blank_lines_ignored=False,
         prose=False,
@@ -274,7 +251,6 @@ PROFILES: tuple[LanguageProfile, ...] = (
         block_openers=ECMA_OPENERS,
         braces=True,
         definitions=True,
-        indentation_scopes=False,
         nested_statements=None,
         blank_lines_ignored=False,
         prose=False,
@@ -292,7 +268,6 @@ PROFILES: tuple[LanguageProfile, ...] = (
         block_openers=ECMA_OPENERS,
         braces=True,
         definitions=True,
-        indentation_scopes=False,
         nested_statements=None,
         blank_lines_ignored=False,
         prose=False,
@@ -310,7 +285,6 @@ PROFILES: tuple[LanguageProfile, ...] = (
         block_openers=ECMA_OPENERS,
         braces=True,
         definitions=True,
-        indentation_scopes=False,
         nested_statements=None,
         blank_lines_ignored=False,
         prose=False,
@@ -330,13 +304,10 @@ PROFILES: tuple[LanguageProfile, ...] = (
             quotes='"',
             long_quotes=("`",),
             char_literals=True,
-            apostrophes_pair=False,
-            quick_openers=True,
         ),
         block_openers=BRACE_OPENERS,
         braces=True,
         definitions=True,
-        indentation_scopes=False,
         nested_statements=None,
         blank_lines_ignored=False,
         prose=False,
@@ -350,11 +321,10 @@ PROFILES: tuple[LanguageProfile, ...] = (
     LanguageProfile(
         id="rust",
         aliases=(),
-        syntax=replace(C_SYNTAX, apostrophes_pair=False),
+        syntax=C_SYNTAX,
         block_openers=("{", "=>"),
         braces=True,
         definitions=True,
-        indentation_scopes=False,
         nested_statements=None,
         blank_lines_ignored=False,
         prose=False,
@@ -374,13 +344,10 @@ PROFILES: tuple[LanguageProfile, ...] = (
             quotes='"',
             long_quotes=('"""',),
             char_literals=True,
-            apostrophes_pair=True,
-            quick_openers=True,
         ),
         block_openers=BRACE_OPENERS,
         braces=True,
         definitions=True,
-        indentation_scopes=False,
         nested_statements=None,
         blank_lines_ignored=False,
         prose=False,
@@ -398,7 +365,6 @@ PROFILES: tuple[LanguageProfile, ...] = (
         block_openers=BRACE_OPENERS,
         braces=True,
         definitions=True,
-        indentation_scopes=False,
         nested_statements=None,
         blank_lines_ignored=False,
         prose=False,
@@ -416,7 +382,6 @@ PROFILES: tuple[LanguageProfile, ...] = (
         block_openers=BRACE_OPENERS,
         braces=True,
         definitions=True,
-        indentation_scopes=False,
         nested_statements=None,
         blank_lines_ignored=False,
         prose=False,
@@ -434,7 +399,6 @@ PROFILES: tuple[LanguageProfile, ...] = (
         block_openers=BRACE_OPENERS,
         braces=True,
         definitions=True,
-        indentation_scopes=False,
         nested_statements=None,
         blank_lines_ignored=False,
         prose=False,
@@ -454,13 +418,10 @@ PROFILES: tuple[LanguageProfile, ...] = (
             quotes="\"'",
             long_quotes=(),
             char_literals=False,
-            apostrophes_pair=True,
-            quick_openers=True,
         ),
         block_openers=BRACE_OPENERS,
         braces=True,
         definitions=True,
-        indentation_scopes=False,
         nested_statements=None,
         blank_lines_ignored=False,
         prose=False,
@@ -480,13 +441,10 @@ PROFILES: tuple[LanguageProfile, ...] = (
             quotes="\"'",
             long_quotes=(),
             char_literals=False,
-            apostrophes_pair=True,
-            quick_openers=False,
         ),
         block_openers=KEYWORD_OPENERS,
         braces=False,
         definitions=True,
-        indentation_scopes=False,
         nested_statements=None,
         blank_lines_ignored=False,
         prose=False,
@@ -506,13 +464,10 @@ PROFILES: tuple[LanguageProfile, ...] = (
             quotes="\"'",
             long_quotes=(),
             char_literals=False,
-            apostrophes_pair=True,
-            quick_openers=False,
         ),
         block_openers=KEYWORD_OPENERS,
         braces=False,
         definitions=True,
-        indentation_scopes=False,
         nested_statements=None,
         blank_lines_ignored=False,
         prose=False,
@@ -532,13 +487,10 @@ PROFILES: tuple[LanguageProfile, ...] = (
             quotes="\"'",
             long_quotes=(),
             char_literals=False,
-            apostrophes_pair=True,
-            quick_openers=True,
         ),
         block_openers=(*KEYWORD_OPENERS, "{"),
         braces=False,
         definitions=False,
-        indentation_scopes=False,
         nested_statements=None,
         blank_lines_ignored=False,
         prose=False,
@@ -558,13 +510,10 @@ PROFILES: tuple[LanguageProfile, ...] = (
             quotes='"',
             long_quotes=(),
             char_literals=False,
-            apostrophes_pair=True,
-            quick_openers=True,
         ),
         block_openers=(),
         braces=False,
         definitions=False,
-        indentation_scopes=False,
         nested_statements=None,
         blank_lines_ignored=False,
         prose=False,

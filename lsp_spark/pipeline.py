@@ -22,7 +22,7 @@ from functools import partial
 from lsp_spark.backends import Backend, BackendError, CompletionRequest
 from lsp_spark.backends.holder import BackendHolder
 from lsp_spark.context.budget import ESTIMATED_CHARS_PER_TOKEN, Budget
-from lsp_spark.context.builder import BuiltContext, ContextOptions, build_context
+from lsp_spark.context.builder import BuiltContext, ContextBuilder, ContextOptions
 from lsp_spark.context.sources import filename_of
 from lsp_spark.documents import Document
 from lsp_spark.postprocess import SuggestionStream
@@ -85,6 +85,7 @@ class CompletionEngine:
         stats: Stats | None = None,
     ) -> None:
         self.workspace = workspace
+        self.contexts = ContextBuilder(workspace)
         self.backends = backends or BackendHolder(show_message)
         self.stats = stats or Stats()
         self.cache = SuggestionCache()
@@ -179,7 +180,7 @@ class CompletionEngine:
         backend = self.backends.ready()
         if backend is None:
             return None
-        built = build_context(self.workspace, document, row, column, self._context_options(backend))
+        built = self.contexts.build(document, row, column, self._context_options(backend))
         context_ms = (time.perf_counter() - started) * 1000
         if built is None:
             self.stats.empty += 1
@@ -432,6 +433,7 @@ class CompletionEngine:
         if (session := self.sessions.pop(uri, None)) is not None:
             session.close()
         self.cache.forget(uri)
+        self.contexts.forget(uri)
 
     async def aclose(self) -> None:
         for session in self.sessions.values():

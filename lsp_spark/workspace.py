@@ -76,13 +76,6 @@ def worth_parsing(text: str) -> bool:
     return len(text) <= MAX_PARSED_CHARS and MINIFIED_LINE.search(text) is None
 
 
-def _read_by_context(known: Outline) -> tuple[object, ...]:
-    """What context building reads of an outline: typing shifts every definition's byte
-    offsets, which it does not read, so a refresh after each pause need not make it
-    read the rows around the cursor again."""
-    return known.imports, known.signatures, known.indent_unit
-
-
 class Workspace:
     def __init__(self) -> None:
         self.documents = DocumentStore()
@@ -92,11 +85,6 @@ class Workspace:
         self.exclusions = Exclusions()
         """Excluded documents get no outline and no recent-edit record, so no context
         source can ever reach their text."""
-        self.window_tops: dict[str, int] = {}
-        """Each document's last context window top row (see `cursor_window`)."""
-        self.row_contexts: dict[str, object] = {}
-        """Per document, what the context builder read for its cursor's row (see
-        `build_context`)."""
         self._refreshes: dict[str, Deadline] = {}
         self._stamp = ChangeStamp()
 
@@ -109,7 +97,6 @@ class Workspace:
     def open(self, uri: str, language_id: str, version: int, text: str) -> Document:
         document = self.documents.open(uri, language_id, version, text)
         self._stamp.changed_everywhere()
-        self.row_contexts.pop(uri, None)
         if not worth_parsing(text):
             return document
         if self.syntax.open(document) is not None:
@@ -161,8 +148,6 @@ class Workspace:
         self.syntax.close(uri)
         self.recent.forget(uri)
         self.outlines.pop(uri, None)
-        self.window_tops.pop(uri, None)
-        self.row_contexts.pop(uri, None)
         self._stamp.changed_everywhere()
         if (deadline := self._refreshes.pop(uri, None)) is not None:
             deadline.cancel()
@@ -211,7 +196,5 @@ class Workspace:
             signatures=signatures,
             indent_unit=detect_indent_unit(syntax.document.lines(0, syntax.document.line_count)),
         )
-        previous = self.outlines.get(uri)
         self.outlines[uri] = refreshed
-        if previous is None or _read_by_context(previous) != _read_by_context(refreshed):
-            self._stamp.changed_everywhere()
+        self._stamp.changed_everywhere()

@@ -33,7 +33,6 @@ async def test_cerebras_streams_the_reply(cerebras: CerebrasTestServer) -> None:
     cerebras.config.queue_replies("a + b")
     backend = cerebras_backend(cerebras)
     assert await collect(backend) == "a + b"
-    assert backend.last_usage.completion_tokens > 0
     assert cerebras.completion_requests[-1].headers["authorization"] == f"Bearer {TEST_KEY}"
 
 

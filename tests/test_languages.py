@@ -17,7 +17,6 @@ from lsp_spark.actions.testfiles import test_file_for as find_test_file
 from lsp_spark.languages import (
     GENERIC,
     PROFILES,
-    QUICK_OPENERS,
     canonical,
     fence_tag,
     language_of_file,
@@ -124,21 +123,6 @@ def test_annotations_are_offered_where_they_are_optional() -> None:
 
 def ids_of(language: str) -> set[str]:
     return {action.id for action in rewrites_for(language)}
-
-
-@pytest.mark.parametrize("profile", PROFILES, ids=lambda profile: profile.id)
-def test_a_quick_look_for_strings_and_comments_sees_every_opener(
-    profile: languages.LanguageProfile,
-) -> None:
-    syntax = profile.syntax
-    if not syntax.quick_openers:
-        return
-    openers = [*syntax.line_comments, *syntax.long_quotes, *syntax.quotes]
-    if syntax.block_comment is not None:
-        openers.append(syntax.block_comment[0])
-    if syntax.char_literals:
-        openers.append("'")
-    assert all(opener[0] in QUICK_OPENERS for opener in openers)
 
 
 @pytest.mark.parametrize(

@@ -77,12 +77,12 @@ def test_bundled_model_is_found() -> None:
 
 
 async def test_streams_a_real_completion(backend: LocalBackend) -> None:
+    before = backend.tokens_generated
     deltas = [delta async for delta in backend.stream(READ_LINES)]
     text = "".join(deltas)
     assert text.strip(), f"empty completion: {deltas!r}"
     assert not text.startswith(" "), "indentation the user typed must not be doubled"
-    assert backend.last_usage.prompt_tokens > 10
-    assert 1 <= backend.last_usage.completion_tokens <= READ_LINES.max_tokens
+    assert 1 <= backend.tokens_generated - before <= READ_LINES.max_tokens
     assert await backend.list_models() == [backend.model]
 
 
@@ -119,7 +119,8 @@ async def test_a_cancelled_request_does_not_block_the_next(
         await endless
     text = await asyncio.wait_for(second, timeout=20)
     assert text.strip()
-    assert backend.tokens_generated - at_cancel == backend.last_usage.completion_tokens, (
+    # The endless request would sample up to ENDLESS.max_tokens had the cancel not stopped it.
+    assert 1 <= backend.tokens_generated - at_cancel <= READ_LINES.max_tokens, (
         "only the second request generated after the cancel"
     )
 
@@ -184,11 +185,12 @@ async def test_single_line_mode_stops_at_the_end_of_the_line(backend: LocalBacke
 
 async def test_stop_strings_end_the_completion(backend: LocalBackend) -> None:
     # Digits are single tokens, so "29" only shows up split across two deltas.
+    before = backend.tokens_generated
     text = await complete(backend, replace(ENDLESS, stop=("29",)))
     assert text.strip()
     assert "2" not in text.rsplit(",", 1)[-1], "the held-back half of the stop string leaked"
     assert "29" not in text
-    assert backend.last_usage.completion_tokens < 40
+    assert backend.tokens_generated - before < 40, "generation went on past the stop string"
 
 
 async def test_a_missing_model_file_is_a_configuration_error(tmp_path: Path) -> None:

@@ -61,20 +61,6 @@ def _count(reported: Mapping[str, Any], key: str) -> int:
 
 
 @dataclass(slots=True)
-class StreamUsage:
-    """Token counts for the last stream, as reported by the backend when it does."""
-
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-
-    def read(self, payload: dict[str, Any]) -> None:
-        """Take the counts from an OpenAI-style stream chunk that carries them."""
-        if isinstance(usage := payload.get("usage"), dict):
-            self.prompt_tokens = _count(usage, "prompt_tokens")
-            self.completion_tokens = _count(usage, "completion_tokens")
-
-
-@dataclass(slots=True)
 class ChatUsage:
     """What one chat call cost, filled in by the backend as the stream reports it; one object
     per call, so concurrent calls (a completion and an edit) never mix their counts."""
@@ -116,7 +102,6 @@ class Backend(ABC):
 
     def __init__(self, model: str) -> None:
         self.model = model
-        self.last_usage = StreamUsage()
 
     @abstractmethod
     def stream(self, request: CompletionRequest) -> AsyncGenerator[str, None]:

@@ -76,7 +76,6 @@ class CerebrasBackend(Backend):
             body["reasoning_effort"] = self._reasoning_effort
         async with contextlib.aclosing(self._http.events(CHAT_PATH, body, self._timeout)) as events:
             async for payload in events:
-                self.last_usage.read(payload)
                 if text := delta_text(payload):
                     yield text
 

@@ -28,7 +28,6 @@ from lsp_spark.backends.base import (
     CompletionRequest,
     FailureKind,
     Message,
-    StreamUsage,
 )
 from lsp_spark.prompts.continuation import continuation_prompt, continuation_stops
 
@@ -341,7 +340,6 @@ class LocalBackend(Backend):
             request, prefix=request.prefix[: len(request.prefix) - len(typed)]
         )
         tokens = self._prompt_tokens(llm, request)
-        self.last_usage = StreamUsage(prompt_tokens=len(tokens))
         limit = min(request.max_tokens, self.n_ctx - len(tokens))
         if not tokens or limit <= 0 or not _prefill(llm, tokens, cancel):
             return
@@ -369,7 +367,6 @@ class LocalBackend(Backend):
                     finished = True
                     break
                 self.tokens_generated += 1
-                self.last_usage.completion_tokens = produced
                 text, finished = gate.feed(decoder.decode(llm.detokenize([token])))
                 if text:
                     emit(text)

@@ -68,7 +68,6 @@ class OpenAICompatibleBackend(Backend):
         path, body = self._body(request)
         async with contextlib.aclosing(self._http.events(path, body, self._timeout)) as events:
             async for payload in events:
-                self.last_usage.read(payload)
                 if text := delta_text(payload):
                     yield text
 

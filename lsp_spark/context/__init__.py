@@ -30,18 +30,6 @@ class Surroundings:
             and len(line_suffix) + len(self.below) <= suffix_chars
         )
 
-    def moved_down(self, new_rows_above: list[str]) -> Surroundings:
-        """The surroundings of the row a split (Enter) made, from those of the row it split:
-        that row's text, and any rows the split made before the cursor's, join the lines
-        above; the lines below only moved down."""
-        return Surroundings(
-            above=self.above + "".join(text + "\n" for text in new_rows_above),
-            below=self.below,
-            previous_line=new_rows_above[-1],
-            next_lines=self.next_lines,
-            rows=range(self.rows.start, self.rows.stop + len(new_rows_above)),
-        )
-
 
 @dataclass(frozen=True, slots=True)
 class CursorWindow:

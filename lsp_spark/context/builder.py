@@ -19,7 +19,6 @@ from lsp_spark.context import sources as src
 from lsp_spark.context.budget import Budget
 from lsp_spark.context.mode import Mode, completion_mode
 from lsp_spark.documents import Document, PositionEncoding
-from lsp_spark.languages import profile_for
 from lsp_spark.postprocess.context import CursorContext, detect_indent_unit
 from lsp_spark.prompts.continuation import line_comment
 from lsp_spark.settings import CONTEXT_SOURCES
@@ -53,25 +52,15 @@ class ContextOptions:
 
 
 class _RowKey(NamedTuple):
-    """What a row's reading depends on besides the row's own text."""
+    """The versions a row's reading depends on besides the row's own text: while they hold,
+    what was read for the row is what a new read would find."""
 
     row: int
     document: int
-    """`Document.stamp_except(row)`."""
+    """`Document.stamp_except(row)`: no other line of the document changed."""
     workspace: int
-    """`Workspace.stamp_except(uri)`."""
+    """`Workspace.stamp_except(uri)`: no other document, outline or exclusion changed."""
     options: ContextOptions
-
-
-@dataclass(frozen=True, slots=True)
-class _Enclosing:
-    """A scope around the row read, with what says whether a later row is still in it."""
-
-    header: src.Snippet
-    column: int
-    open_ended: bool
-    """Its text ends on the row read (none of it below yet): in Python it takes in the rows
-    typed after, while they are indented deeper."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,18 +69,10 @@ class _RowContext:
     (and nothing else in the workspace), so typing along a row reads the rest once; the
     line itself is looked at on every keystroke."""
 
-    key: _RowKey | None
-    """None when the row's sources were cut short: it is not remembered."""
     surroundings: Surroundings
     indent_unit: str
-    starts_in_code: bool
-    """The row's first character is code (not inside a string or comment that began above)."""
-    indent: int
-    """The row's indentation when it was read (the cursor's column on a blank row): the
-    scopes found depend on it."""
-    enclosing: tuple[_Enclosing, ...]
     scopes: tuple[src.Snippet, ...]
-    """The headers of `enclosing` that the window cut off."""
+    """The enclosing scopes' headers that the window cut off."""
     imports: tuple[src.Snippet, ...]
     definitions: tuple[src.Snippet, ...]
     """Signatures of the names used above the cursor's line, nearest first."""
@@ -101,23 +82,81 @@ class _RowContext:
     sources: tuple[str, ...]
 
 
-def build_context(
-    workspace: Workspace, document: Document, row: int, column: int, options: ContextOptions
-) -> BuiltContext | None:
-    """None when nothing should be suggested here."""
-    uri = document.uri
-    syntax = workspace.tree(uri)
-    document_stamp, workspace_stamp = document.stamp_except(row), workspace.stamp_except(uri)
-    key = None
-    if document_stamp is not None and workspace_stamp is not None:
-        key = _RowKey(row, document_stamp, workspace_stamp, options)
-    known = workspace.row_contexts.get(uri)
-    if not isinstance(known, _RowContext) or key is None:
-        known = None
-    split_from = None
-    if known is not None and known.key != key:
-        split_from, known = _split_from(document, known, row, key), None
-    budget = options.budget
+class ContextBuilder:
+    """Builds each request's context, and remembers per document what it read for the
+    cursor's row under a `_RowKey`: reading the related code costs more than the rest of a
+    keystroke, and typing along a row changes none of it."""
+
+    def __init__(self, workspace: Workspace) -> None:
+        self._workspace = workspace
+        self._rows: dict[str, tuple[_RowKey, _RowContext]] = {}
+        self._tops: dict[str, int] = {}
+        """Each document's last window top row (see `cursor_window`)."""
+
+    def forget(self, uri: str) -> None:
+        self._rows.pop(uri, None)
+        self._tops.pop(uri, None)
+
+    def build(
+        self, document: Document, row: int, column: int, options: ContextOptions
+    ) -> BuiltContext | None:
+        """None when nothing should be suggested here."""
+        workspace, uri = self._workspace, document.uri
+        syntax = workspace.tree(uri)
+        key = _row_key(workspace, document, row, options)
+        remembered = self._rows.get(uri)
+        known = remembered[1] if remembered is not None and remembered[0] == key else None
+        window = _window(document, syntax, row, column, options.budget, known, self._tops.get(uri))
+        self._tops[uri] = window.rows.start
+        if known is not None and window.surroundings is not known.surroundings:
+            known = None
+        cursor_byte = document.byte_offset_at(
+            document.offset_at(row, column, PositionEncoding.UTF32)
+        )
+        region = "code" if syntax is None else outline.cursor_region(syntax, cursor_byte)
+        mode = completion_mode(
+            document.language_id,
+            window.line_prefix,
+            window.line_suffix,
+            window.previous_line,
+            window.next_lines[0] if window.next_lines else "",
+            region,
+            in_comments=options.in_comments,
+            in_strings=options.in_strings,
+        )
+        if mode is Mode.NONE:
+            return None
+        if known is None:
+            known, complete = _read_row(workspace, document, syntax, cursor_byte, window, options)
+            if complete and key is not None:
+                self._rows[uri] = key, known
+        related, sources = _with_line_definitions(known, workspace, document, window, options)
+        cursor = _cursor_context(document, syntax, cursor_byte, window, mode, options, known)
+        return BuiltContext(window=window, related=related, cursor=cursor, sources=sources)
+
+
+def _row_key(
+    workspace: Workspace, document: Document, row: int, options: ContextOptions
+) -> _RowKey | None:
+    """None when the last change was elsewhere: nothing read before can be kept."""
+    document_stamp = document.stamp_except(row)
+    workspace_stamp = workspace.stamp_except(document.uri)
+    if document_stamp is None or workspace_stamp is None:
+        return None
+    return _RowKey(row, document_stamp, workspace_stamp, options)
+
+
+def _window(
+    document: Document,
+    syntax: SyntaxTree | None,
+    row: int,
+    column: int,
+    budget: Budget,
+    known: _RowContext | None,
+    previous_top: int | None,
+) -> CursorWindow:
+    """The cursor window with its edges on statement boundaries, keeping the known row's
+    surroundings while they fit."""
     prefix_tokens = budget.tokens - budget.suffix_tokens - budget.related_tokens
     aligners: dict[str, Callable[[int], int]] = {}
     if syntax is not None:
@@ -125,61 +164,35 @@ def build_context(
             "first_row_at_or_after": partial(boundaries.statement_start_at_or_after, syntax),
             "last_row_at_or_before": partial(boundaries.statement_end_at_or_before, syntax),
         }
-    surroundings = None
-    if known is not None:
-        surroundings = known.surroundings
-    elif split_from is not None:
-        surroundings = split_from.parent.surroundings.moved_down(split_from.rows)
-    window = cursor_window(
+    return cursor_window(
         document.lines,
         document.line_count,
         row,
         column,
         prefix_chars=budget.chars(prefix_tokens),
         suffix_chars=budget.chars(budget.suffix_tokens),
-        previous_top=workspace.window_tops.get(uri),
-        surroundings=surroundings,
+        previous_top=previous_top,
+        surroundings=None if known is None else known.surroundings,
         **aligners,
     )
-    if window.surroundings is not surroundings:
-        known = split_from = None
-    workspace.window_tops[uri] = window.rows.start
-    cursor_offset = document.offset_at(row, column, PositionEncoding.UTF32)
-    cursor_byte = document.byte_offset_at(cursor_offset)
-    starts_in_code = known.starts_in_code if known is not None else split_from is not None
-    if syntax is None or (
-        starts_in_code
-        and len(window.line_prefix) == column
-        and outline.stays_code(document.language_id, True, window.line_prefix)
-    ):
-        region: outline.Region = "code"
-    else:
-        region = outline.cursor_region(syntax, cursor_byte)
-    mode = completion_mode(
-        document.language_id,
-        window.line_prefix,
-        window.line_suffix,
-        window.previous_line,
-        window.next_lines[0] if window.next_lines else "",
-        region,
-        in_comments=options.in_comments,
-        in_strings=options.in_strings,
-    )
-    if mode is Mode.NONE:
-        return None
-    if known is None:
-        known = _read_row(
-            workspace, document, syntax, row, cursor_byte, window, options, key, split_from
-        )
-        if known.key is not None:
-            workspace.row_contexts[uri] = known
-    related, sources = _with_line_definitions(known, workspace, document, window, options)
+
+
+def _cursor_context(
+    document: Document,
+    syntax: SyntaxTree | None,
+    cursor_byte: int,
+    window: CursorWindow,
+    mode: Mode,
+    options: ContextOptions,
+    known: _RowContext,
+) -> CursorContext:
+    """What the filters need to judge a suggestion at this cursor."""
     check = (
         None
         if syntax is None
         else boundaries.SuggestionCheck(syntax, cursor_byte, window.line_prefix)
     )
-    cursor = CursorContext(
+    return CursorContext(
         line_prefix=window.line_prefix,
         line_suffix=window.line_suffix,
         next_lines=window.next_lines,
@@ -190,65 +203,6 @@ def build_context(
         new_errors=None if check is None else check.added_errors,
         parses_at_cursor=None if check is None else check.parses_at_cursor,
     )
-    return BuiltContext(window=window, related=related, cursor=cursor, sources=sources)
-
-
-def _indent_width(line: str) -> int:
-    return len(line) - len(line.lstrip(" \t"))
-
-
-@dataclass(frozen=True, slots=True)
-class _Split:
-    """What a row made by Enter takes from the row it was split from."""
-
-    parent: _RowContext
-    rows: list[str]
-    """The rows the splits put above the cursor's, the parent's first."""
-    enclosing: tuple[_Enclosing, ...]
-    """The parent's scopes that still enclose the cursor's row."""
-
-
-def _split_from(
-    document: Document, parent: _RowContext, row: int, key: _RowKey | None
-) -> _Split | None:
-    """What `parent` read, moved to `row`, when line splits (Enter) made `row` from the
-    parent's row and it still holds: nothing else in the document changed (see
-    `Document.grown_from`; what other documents and outlines lend is read again), the
-    rows the splits made stay in code (so `row` starts in it) and close no brace, the
-    indentation deepens only after a row that opens a block (whose header is then in the
-    window), and where it steps back (Python) it leaves only scopes whose text ended on
-    the parent's row. So the scopes whose headers the window cut off are known."""
-    known = parent.key
-    if (
-        key is None
-        or known is None
-        or known.options != key.options
-        or not parent.starts_in_code
-        or document.grown_from(known.row, known.document) != row
-    ):
-        return None
-    language = document.language_id
-    profile = profile_for(language)
-    rows = document.lines(known.row, row + 1)
-    depth, lowest, opens = parent.indent, parent.indent, False
-    cursor_row = len(rows) - 1
-    for index, text in enumerate(rows):
-        if index < cursor_row:
-            if "}" in text or not outline.ends_in_code(language, True, text):
-                return None
-            if not text.strip():
-                continue
-        width = _indent_width(text)
-        if (width > depth and not opens) or (width < depth and not profile.indentation_scopes):
-            return None
-        # A row that opens a block or a bracket may be followed by a deeper one.
-        depth, lowest, opens = width, min(lowest, width), profile.leaves_open(text.rstrip())
-    enclosing = parent.enclosing
-    if lowest < parent.indent:
-        if any(lowest <= scope.column and not scope.open_ended for scope in enclosing):
-            return None
-        enclosing = tuple(scope for scope in enclosing if lowest > scope.column)
-    return _Split(parent, rows[:-1], enclosing)
 
 
 INDENT_SAMPLE_CHARS = 2000
@@ -270,48 +224,54 @@ def _read_row(
     workspace: Workspace,
     document: Document,
     syntax: SyntaxTree | None,
-    row: int,
     cursor_byte: int,
     window: CursorWindow,
     options: ContextOptions,
-    key: _RowKey | None,
-    split_from: _Split | None,
-) -> _RowContext:
-    """Run the enabled sources by priority until the deadline runs out; a row whose
-    sources were cut short is not remembered (its key is None). A row split from
-    another takes that row's scopes (see `_split_from`): the syntax tree is not
-    needed before the request goes out."""
-    deadline = time.perf_counter() + RELATED_DEADLINE
+) -> tuple[_RowContext, bool]:
+    """Read the enabled sources by priority until the deadline runs out; says whether all
+    were read (a row whose sources were cut short is not remembered)."""
     origin = src.filename_of(document.uri)
-    outlines = workspace.outlines
-    enabled = options.sources
-    found: dict[str, tuple[src.Snippet, ...]] = {}
-    proposals: list[tuple[str, Callable[[], list[src.Snippet]]]] = []
-    enclosing: tuple[_Enclosing, ...] = ()
-    if split_from is not None:
-        enclosing = split_from.enclosing
-    elif syntax is not None and "scopes" in enabled:
-        row_end = cursor_byte + len(window.line_suffix.encode("utf-8", "surrogatepass"))
-        enclosing = tuple(
-            _Enclosing(
-                src.Snippet("scopes", origin, scope.header), scope.column, scope.end_byte <= row_end
-            )
+    scopes: tuple[src.Snippet, ...] = ()
+    if syntax is not None and "scopes" in options.sources:
+        scopes = tuple(
+            snippet
             for scope in outline.enclosing_scopes(syntax, cursor_byte)
+            if (snippet := src.Snippet("scopes", origin, scope.header)).text not in window.prefix
         )
-    found["scopes"] = tuple(
-        scope.header for scope in enclosing if scope.header.text not in window.prefix
+    found, complete = _within_deadline(_proposals(workspace, document, window, options.sources))
+    groups = [scopes, *(found.get(name, ()) for name in ("imports", "definitions", "recent"))]
+    related, sources = _choose(options, document.language_id, *groups)
+    row_context = _RowContext(
+        surroundings=window.surroundings,
+        indent_unit=_indent_unit(workspace, document.uri, window),
+        scopes=groups[0],
+        imports=groups[1],
+        definitions=groups[2],
+        recent=groups[3],
+        related=related,
+        sources=sources,
     )
+    return row_context, complete
+
+
+_Proposal = tuple[str, Callable[[], list[src.Snippet]]]
+
+
+def _proposals(
+    workspace: Workspace, document: Document, window: CursorWindow, enabled: frozenset[str]
+) -> list[_Proposal]:
+    """The enabled related-code sources besides the scopes, by priority."""
+    origin = src.filename_of(document.uri)
+    proposals: list[_Proposal] = []
     if "imports" in enabled:
+        outlines = workspace.outlines
         proposals.append(
             ("imports", lambda: src.file_imports(outlines.get(document.uri), window.rows, origin))
         )
     if enabled & {"definitions", "open_files"}:
         names = src.identifiers_near(window.surroundings.above, "")
         proposals.append(
-            (
-                "definitions",
-                lambda: _definitions(names, workspace, document, window, enabled),
-            )
+            ("definitions", lambda: _definitions(names, workspace, document, window, enabled))
         )
     if "recent_edits" in enabled:
         proposals.append(
@@ -326,38 +286,20 @@ def _read_row(
                 ),
             )
         )
+    return proposals
+
+
+def _within_deadline(
+    proposals: list[_Proposal],
+) -> tuple[dict[str, tuple[src.Snippet, ...]], bool]:
+    """Each proposal's snippets until `RELATED_DEADLINE` has passed; whether all ran."""
+    deadline = time.perf_counter() + RELATED_DEADLINE
+    found: dict[str, tuple[src.Snippet, ...]] = {}
     for name, propose in proposals:
         if time.perf_counter() > deadline:
-            key = None
-            break
+            return found, False
         found[name] = tuple(propose())
-    groups = [found.get(name, ()) for name in ("scopes", "imports", "definitions", "recent")]
-    related, sources = _choose(options, document.language_id, *groups)
-    return _RowContext(
-        key=key,
-        surroundings=window.surroundings,
-        indent_unit=_indent_unit(workspace, document.uri, window),
-        starts_in_code=split_from is not None or _starts_in_code(syntax, document, row),
-        indent=(
-            len(window.line_prefix)
-            if not window.line_prefix.strip()
-            else _indent_width(window.line_prefix)
-        ),
-        enclosing=enclosing,
-        scopes=groups[0],
-        imports=groups[1],
-        definitions=groups[2],
-        recent=groups[3],
-        related=related,
-        sources=sources,
-    )
-
-
-def _starts_in_code(syntax: SyntaxTree | None, document: Document, row: int) -> bool:
-    if syntax is None:
-        return True
-    line_start = document.byte_offset_at(document.offset_at(row, 0, PositionEncoding.UTF32))
-    return outline.cursor_region(syntax, line_start) == "code"
+    return found, True
 
 
 def _definitions(

@@ -18,7 +18,6 @@ from weakref import WeakKeyDictionary
 from tree_sitter import Node, Query, QueryCursor, Tree
 
 from lsp_spark.documents import Document
-from lsp_spark.languages import QUICK_OPENERS, Syntax, profile_for
 from lsp_spark.syntax.grammars import language_for, query_for
 from lsp_spark.syntax.trees import SyntaxTree
 
@@ -118,53 +117,6 @@ def imports(syntax: SyntaxTree) -> list[tuple[int, int, str]]:
 def definitions(syntax: SyntaxTree) -> list[Definition]:
     """Named top-level and member definitions in document order, each with its signature."""
     return list(_per_version(_DEFINITIONS, syntax, _find_definitions))
-
-
-_QUICK_OPENERS = re.compile(f"[{re.escape(QUICK_OPENERS)}]")
-_CLOSED_STRING = re.compile(r"'[^'\\\n]*'" r'|"[^"\\\n]*"')
-"""A quoted string closed on its line, with no escape inside."""
-_CLOSED_DOUBLE_QUOTED = re.compile(r'"[^"\\\n]*"')
-_TRIPLE_QUOTES = re.compile(r"'{3}" r'|"{3}')
-
-
-def _closed_strings_removed(syntax: Syntax, text: str) -> str:
-    """`text` without the strings closed on it, quotes paired from the left as a lexer
-    pairs them; as it is where that pairing cannot be trusted (Python's triple quotes).
-    Apostrophes pair only where the language's profile says they may."""
-    if _TRIPLE_QUOTES.search(text) is not None:
-        return text
-    if syntax.apostrophes_pair:
-        return _CLOSED_STRING.sub("", text)
-    return _CLOSED_DOUBLE_QUOTED.sub("", text)
-
-
-def stays_code(language_id: str, line_start_in_code: bool, line_prefix: str) -> bool:
-    """Whether the cursor is in code without asking the syntax tree: its line starts in
-    code and nothing typed before it on the line can open a string or a comment, but for
-    strings it closes."""
-    syntax = profile_for(language_id).syntax
-    if not line_start_in_code or not syntax.quick_openers:
-        return False
-    return (
-        _QUICK_OPENERS.search(line_prefix) is None
-        or _QUICK_OPENERS.search(_closed_strings_removed(syntax, line_prefix)) is None
-    )
-
-
-def ends_in_code(language_id: str, line_start_in_code: bool, line: str) -> bool:
-    """Whether the next line starts in code, without asking the syntax tree: this one
-    stays in code to its end (`stays_code`), or up to a line comment that cannot go on to
-    the next line."""
-    if stays_code(language_id, line_start_in_code, line):
-        return True
-    syntax = profile_for(language_id).syntax
-    if not syntax.line_comments or line.rstrip().endswith("\\"):
-        return False
-    marker = syntax.line_comments[0]
-    code = _closed_strings_removed(syntax, line)
-    if marker not in code:
-        return False
-    return stays_code(language_id, line_start_in_code, code[: code.index(marker)])
 
 
 def cursor_region(syntax: SyntaxTree, byte_offset: int) -> Region:
