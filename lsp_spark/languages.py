@@ -109,10 +109,9 @@ class LanguageProfile:
     extensions: tuple[str, ...]
     """File extensions that mean this language, for files opened outside an editor."""
     _block_end: re.Pattern[str] = field(init=False, repr=False, compare=False)
-    _open_end: re.Pattern[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        # What may end a line that opens a block (or a bracket): an opener, then blanks and
+        # What may end a line that opens a block: an opener, then blanks and
         # the language's own trailing comment; compiled once, read on every keystroke.
         comment = "".join(f"|{re.escape(marker)}.*" for marker in self.syntax.line_comments)
         if self.syntax.block_comment is not None:
@@ -125,17 +124,10 @@ class LanguageProfile:
         ]
         block_end = "|".join(openers) or "(?!)"  # no opener: a pattern that never matches
         object.__setattr__(self, "_block_end", re.compile(f"(?:{block_end}){tail}"))
-        open_end = "|".join([*openers, r"[(\[{]"])
-        object.__setattr__(self, "_open_end", re.compile(f"(?:{open_end}){tail}"))
 
     def opens_block(self, line: str) -> bool:
         """Whether the line ends by opening a block, so the next one is indented deeper."""
         return self._block_end.search(line) is not None
-
-    def leaves_open(self, line: str) -> bool:
-        """Whether the line ends by opening a block or a bracket: the code goes on below,
-        deeper."""
-        return self._open_end.search(line) is not None
 
 
 C_SYNTAX = Syntax(

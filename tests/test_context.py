@@ -27,7 +27,6 @@ def test_prefix_and_suffix_rejoin_to_the_text() -> None:
     assert result.prefix.endswith("    path =")
     assert result.line_prefix == "    path ="
     assert result.line_suffix == " os.getcwd()"
-    assert result.previous_line == "def main():"
     assert result.next_lines == ("    print(path)", "", "main()")
     assert result.rows == range(0, 8)
 

@@ -139,7 +139,7 @@ async def test_cancelling_during_a_long_prompt_stops_within_a_chunk(
     first_chunk = threading.Event()
     prefill = local._prefill
 
-    def held_prefill(llm: Any, tokens: list[int], cancel: threading.Event) -> bool:
+    def held_prefill(llm: Any, tokens: list[int], cancel: threading.Event) -> int:
         evaluate = llm.eval
 
         def evaluate_then_wait(batch: list[int]) -> None:
@@ -165,6 +165,35 @@ async def test_cancelling_during_a_long_prompt_stops_within_a_chunk(
     await local_idle(backend)
     assert len(chunks) == 1, "a chunk was evaluated after the cancellation"
     assert backend.tokens_generated == before
+
+
+async def test_a_prompt_extending_the_last_one_evaluates_only_what_is_new(
+    backend: LocalBackend,
+) -> None:
+    """Consecutive keystrokes share almost all of their prompt: the start the KV cache holds
+    from the request before is not run through the model again."""
+    handlers = "".join(
+        f"def handler_{i}(event):\n    return event.get({i!r})\n\n" for i in range(10)
+    )
+    first = CompletionRequest(
+        prefix=handlers + "def main():\n    ",
+        suffix="",
+        language="python",
+        filename="handlers.py",
+        max_tokens=4,
+    )
+    second = replace(first, prefix=first.prefix + "events = []\n    ")
+    count_tokens = backend.count_tokens
+    assert count_tokens is not None
+    before = backend.prompt_tokens_evaluated
+    await complete(backend, first)
+    cold = backend.prompt_tokens_evaluated - before
+    await complete(backend, second)
+    warm = backend.prompt_tokens_evaluated - before - cold
+    assert cold >= count_tokens(first.prefix), "the first prompt should be evaluated in full"
+    assert 1 <= warm <= count_tokens("events = []\n    ") + 3, (
+        f"{warm} of the second prompt's tokens were evaluated again ({cold} the first time)"
+    )
 
 
 async def test_single_line_mode_stops_at_the_end_of_the_line(backend: LocalBackend) -> None:

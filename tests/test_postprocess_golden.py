@@ -73,6 +73,7 @@ def context_for(case: dict[str, Any]) -> CursorContext:
         line_suffix=line_suffix,
         next_lines=tuple(below[:NEXT_LINES]),
         multiline=case["multiline"],
+        one_statement=case.get("one_statement", False),
         language=case["language"],
         indent_unit=case.get("indent_unit") or detect_indent_unit((prefix + suffix).split("\n")),
         new_errors=new_errors,

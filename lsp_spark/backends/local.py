@@ -38,8 +38,9 @@ request waits a fraction of a second, large enough to keep batched evaluation fa
 _LOCK_POLL_SECONDS = 0.02
 _PROMPT_SHRINK = 0.9
 
-PARTIAL_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,30}$")
-"""A word the user is in the middle of typing: the prompt stops before it (token healing)."""
+HEALED_END = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,30}$|(?<=\n)[ \t]+$")
+"""What the prompt stops before and the model must spell again (token healing): a word the
+user is in the middle of typing, or the indentation an editor put on a new line."""
 
 _load_lock = threading.Lock()
 _log_callback: Any = None
@@ -119,6 +120,10 @@ class LocalBackend(Backend):
         self.n_threads = n_threads or _default_threads()
         self.tokens_generated = 0
         """Tokens sampled over the backend's life; shows whether generation really stopped."""
+        self.prompt_tokens_evaluated = 0
+        """Prompt tokens run through the model over the backend's life. A prompt's start that
+        the KV cache already holds from the request before is not evaluated again, so this
+        shows how much of each prompt the cache saved."""
         self._load_lock = threading.Lock()
         self._load_future: concurrent.futures.Future[Any] | None = None
         self._generation_lock = threading.Lock()
@@ -331,17 +336,21 @@ class LocalBackend(Backend):
     ) -> None:
         import llama_cpp
 
-        # A prompt ending mid-word ("ret") tokenizes unlike any training text, and a small
-        # model then continues a different word; so ask from the word's start and keep
-        # only continuations that begin with what was typed.
-        partial = PARTIAL_WORD.search(request.prefix)
+        # A prompt ending mid-word ("ret") or in a new line's indentation tokenizes unlike
+        # any training text: a small model then continues a different word, or, after
+        # indentation, opens with a line break. So ask from the word's (or the line's)
+        # start and keep only continuations that begin with what was typed.
+        partial = HEALED_END.search(request.prefix)
         typed = partial.group() if partial else ""
         request = dataclasses.replace(
             request, prefix=request.prefix[: len(request.prefix) - len(typed)]
         )
         tokens = self._prompt_tokens(llm, request)
         limit = min(request.max_tokens, self.n_ctx - len(tokens))
-        if not tokens or limit <= 0 or not _prefill(llm, tokens, cancel):
+        if not tokens or limit <= 0:
+            return
+        self.prompt_tokens_evaluated += _prefill(llm, tokens, cancel)
+        if cancel.is_set():
             return
         gate = _OutputGate(request, continuation_stops(request), typed)
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
@@ -356,6 +365,8 @@ class LocalBackend(Backend):
             processors = LogitsProcessorList(
                 [_TypedWordConstraint(llm, vocabulary, len(tokens), typed, spaced)]
             )
+        # Generation evaluates the prompt's last token before it samples the first.
+        self.prompt_tokens_evaluated += 1
         sampled = llm.generate(
             tokens, temp=max(request.temperature, 0.0), logits_processor=processors
         )
@@ -395,12 +406,14 @@ class LocalBackend(Backend):
             max_chars = int(len(prompt) * budget / len(tokens) * _PROMPT_SHRINK)
 
 
-def _prefill(llm: Any, tokens: list[int], cancel: threading.Event) -> bool:
-    """Evaluate all but the last prompt token in small chunks, reusing the KV cache.
+def _prefill(llm: Any, tokens: list[int], cancel: threading.Event) -> int:
+    """Evaluate all but the last prompt token in small chunks, reusing the KV cache; return
+    how many tokens were evaluated (the start the cache already held is not).
 
     `Llama.generate` evaluates the whole prompt in one uninterruptible call; doing it here
-    lets a cancelled request stop within one chunk, and whatever it evaluated is kept for
-    the next request, whose prompt usually shares the same start.
+    lets a cancelled request stop within one chunk (the caller sees `cancel` set), and
+    whatever it evaluated is kept for the next request, whose prompt usually shares the
+    same start.
     """
     reusable = min(llm.n_tokens, len(tokens) - 1)
     cached = llm.input_ids[:reusable].tolist()
@@ -410,9 +423,9 @@ def _prefill(llm: Any, tokens: list[int], cancel: threading.Event) -> bool:
     llm.n_tokens = common
     for start in range(common, len(tokens) - 1, _PREFILL_CHUNK_TOKENS):
         if cancel.is_set():
-            return False
+            break
         llm.eval(tokens[start : min(start + _PREFILL_CHUNK_TOKENS, len(tokens) - 1)])
-    return not cancel.is_set()
+    return llm.n_tokens - common
 
 
 class _Vocabulary:

@@ -20,7 +20,6 @@ class Surroundings:
     """Each line followed by its newline."""
     below: str
     """Each line preceded by its newline."""
-    previous_line: str
     next_lines: tuple[str, ...]
     rows: range
 
@@ -37,7 +36,6 @@ class CursorWindow:
     suffix: str
     line_prefix: str
     line_suffix: str
-    previous_line: str
     next_lines: tuple[str, ...]
     rows: range
     """The document rows the window covers."""
@@ -95,7 +93,6 @@ def cursor_window(
         suffix=line_suffix + surroundings.below,
         line_prefix=line_prefix,
         line_suffix=line_suffix,
-        previous_line=surroundings.previous_line,
         next_lines=surroundings.next_lines,
         rows=surroundings.rows,
         surroundings=surroundings,
@@ -154,7 +151,6 @@ def _surroundings(
     return Surroundings(
         above="".join(text + "\n" for text in before),
         below="".join("\n" + text for text in after),
-        previous_line=before[-1] if before else "",
         next_lines=tuple(after[:NEXT_LINES_CHECKED]),
         rows=range(first, last + 1),
     )

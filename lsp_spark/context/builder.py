@@ -115,10 +115,8 @@ class ContextBuilder:
         )
         region = "code" if syntax is None else outline.cursor_region(syntax, cursor_byte)
         mode = completion_mode(
-            document.language_id,
             window.line_prefix,
             window.line_suffix,
-            window.previous_line,
             window.next_lines[0] if window.next_lines else "",
             region,
             in_comments=options.in_comments,
@@ -196,7 +194,8 @@ def _cursor_context(
         line_prefix=window.line_prefix,
         line_suffix=window.line_suffix,
         next_lines=window.next_lines,
-        multiline=mode is Mode.BLOCK,
+        multiline=mode.multiline,
+        one_statement=mode is Mode.STATEMENT,
         max_lines=options.max_lines,
         language=document.language_id,
         indent_unit=options.indent_unit or known.indent_unit,

@@ -1,11 +1,10 @@
-"""Deciding what to complete at the cursor: nothing, the rest of a line, or a block."""
+"""Deciding what to complete at the cursor: nothing, the rest of a line, one statement, or a
+block."""
 
 from __future__ import annotations
 
 import enum
 import re
-
-from lsp_spark.languages import profile_for
 
 CLOSING_ONLY = re.compile(r"[\s)\]}>\"'`;,:.]*")
 
@@ -13,21 +12,28 @@ CLOSING_ONLY = re.compile(r"[\s)\]}>\"'`;,:.]*")
 class Mode(enum.Enum):
     NONE = "none"
     LINE = "line"
+    STATEMENT = "statement"
+    """One statement where the code below goes on: a line, or a header with the body it opens."""
     BLOCK = "block"
+
+    @property
+    def multiline(self) -> bool:
+        return self in (Mode.STATEMENT, Mode.BLOCK)
 
 
 def completion_mode(
-    language: str,
     line_prefix: str,
     line_suffix: str,
-    previous_line: str,
     next_line: str,
     region: str = "code",
     *,
     in_comments: bool = True,
     in_strings: bool = True,
 ) -> Mode:
-    """Mid-line: the rest of the line; a blank line opening or ending a block: several lines.
+    """Mid-line: the rest of the line; a blank line where a block is empty or ends:
+    several lines; a blank line with its block going on below: one statement, which is
+    what fits between the code above and the code below (a line, or a loop or condition
+    with its body, since a block the suggestion opens is empty until it is filled).
 
     Text right of the cursor that is more than closing punctuation means the user is
     editing inside existing code, where an insertion would only get in the way.
@@ -38,9 +44,7 @@ def completion_mode(
         return Mode.NONE
     if line_prefix.strip() or line_suffix.strip():
         return Mode.LINE
-    if profile_for(language).leaves_open(previous_line.rstrip()):
-        return Mode.BLOCK
     next_indent = len(next_line) - len(next_line.lstrip())
-    if not next_line.strip() or next_indent < len(line_prefix):
-        return Mode.BLOCK
-    return Mode.LINE
+    if next_line.strip() and next_indent >= len(line_prefix):
+        return Mode.STATEMENT
+    return Mode.BLOCK

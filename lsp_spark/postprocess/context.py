@@ -21,6 +21,9 @@ class CursorContext:
     """A few lines after the cursor's line, to catch a model repeating them."""
     multiline: bool = True
     """Whether several lines may be suggested; otherwise the rest of one line."""
+    one_statement: bool = False
+    """Whether the code below the cursor goes on in the cursor's block, so only one statement
+    fits between it and the code above: a line, or a header with the body it opens."""
     max_lines: int = 12
     language: str = "plaintext"
     """The document's LSP language id: its profile gives the scope rules and the string

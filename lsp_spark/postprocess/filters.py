@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 
 from lsp_spark.languages import profile_for
 from lsp_spark.postprocess.brackets import CLOSE_BRACKETS, Brackets, depth_of
-from lsp_spark.postprocess.context import CursorContext
+from lsp_spark.postprocess.context import CursorContext, columns, leading
 from lsp_spark.postprocess.context import detect_indent_unit as detect_indent_unit
 from lsp_spark.postprocess.fences import Fence, code_start
 from lsp_spark.postprocess.reindent import Reindenter
@@ -108,6 +108,38 @@ class _Fenced(Stage):
     def peek(self, partial: Partial) -> bool:
         fence = self._fence
         return fence is not None and fence.closing_at(partial.text, partial.start) >= 0
+
+
+def start_on_the_cursor_line(context: CursorContext) -> Stage:
+    """On a blank line the editor has indented, the code goes on that line: a model that
+    opens with a line break would leave it blank and show its code on the line below."""
+    blank = not context.line_prefix.strip() and not context.line_suffix.strip()
+    return _LeadingBlankLines() if blank else PASS
+
+
+class _LeadingBlankLines(Stage):
+    """Drops the blank lines before the first line with text, and that line's indentation:
+    the cursor already stands where the editor indented it."""
+
+    __slots__ = ("_started",)
+
+    def __init__(self) -> None:
+        self._started = False
+
+    def line(self, line: str, last: bool) -> Verdict:
+        if self._started:
+            return line
+        if not line.strip() and not last:
+            return ()
+        self._started = True
+        return line.lstrip()
+
+    def peek(self, partial: Partial) -> bool:
+        if not self._started:
+            found = _TEXT.search(partial.text, partial.start)
+            if found is not None:
+                partial.start = found.start()
+        return False
 
 
 def strip_echoed_line_prefix(context: CursorContext) -> Stage:
@@ -280,28 +312,91 @@ def limit_scope(context: CursorContext) -> Stage:
     return ScopeLimit(context)
 
 
+def fit_one_statement(context: CursorContext) -> Stage:
+    """Where the code below the cursor goes on in its block, end after one statement: the
+    first line, or, when that line opens a block, the block it opens. More would push
+    the code below out of place or break it."""
+    return _OneStatement(context) if context.one_statement else PASS
+
+
+CONTINUES_STATEMENT = re.compile(
+    r"[)\]}]*\s*(?:else|elif|elsif|elseif|except|finally|catch|rescue|ensure)\b"
+)
+"""A line at the statement's own level that carries the statement on (`else:`, `} catch`)."""
+CLOSES_STATEMENT = re.compile(r"[)\]}]|end\b")
+
+
+class _OneStatement(Stage):
+    __slots__ = ("_bare", "_context", "_lines", "_open", "_profile", "_width")
+
+    def __init__(self, context: CursorContext) -> None:
+        self._context = context
+        self._profile = profile_for(context.language)
+        self._lines = 0
+        self._open = False
+        """Whether the statement's last header opened a block whose body may follow."""
+        self._bare = 0
+        """Lines passed on since that header while none of its body came (0: not open)."""
+        self._width = 0
+
+    def line(self, line: str, last: bool) -> Verdict:
+        context = self._context
+        self._lines += 1
+        if self._lines == 1:
+            whole = context.line_prefix + line
+            self._width = columns(leading(whole), context.indent_unit)
+            self._open = self._profile.opens_block(whole.rstrip())
+            self._bare = int(self._open)
+            return line
+        if not self._open:
+            return End()
+        text = line.strip()
+        if not text:
+            self._bare += bool(self._bare)
+            return line
+        if columns(leading(line), context.indent_unit) > self._width:
+            self._bare = 0
+            return line
+        if self._bare:
+            # A header whose body never came (the model wrote it at the header's level):
+            # alone, it breaks the code below.
+            return End(take_back=self._bare)
+        if CONTINUES_STATEMENT.match(text):
+            self._open = self._profile.opens_block(text)
+            self._bare = int(self._open)
+            return line
+        return End(line) if CLOSES_STATEMENT.match(text) else End()
+
+    def peek(self, partial: Partial) -> bool:
+        return self._lines >= 1 and not self._open
+
+
 def drop_repeated_suffix_lines(context: CursorContext) -> Stage:
-    """Cut the suggestion where it starts to re-type the lines after the cursor.
+    """Cut the suggestion where it starts to re-type the lines after the cursor; the
+    cursor's line, completed, counts too (nothing is left when it would be a copy of the
+    line below).
 
     Whole lines below the cursor are never replaced, only trimmed off: the editor can
     replace text on the cursor's line alone.
     """
     for line in context.next_lines:
         if line.strip():
-            return _RepeatedSuffixLines(line)
+            return _RepeatedSuffixLines(line, context.line_prefix)
     return PASS
 
 
 class _RepeatedSuffixLines(Stage):
-    __slots__ = ("_first", "_following")
+    __slots__ = ("_following", "_typed")
 
-    def __init__(self, following: str) -> None:
+    def __init__(self, following: str, typed: str) -> None:
         self._following = following
-        self._first = True
+        self._typed: str | None = typed
+        """What the cursor's line holds before the suggestion's first line; None after it."""
 
     def line(self, line: str, last: bool) -> Verdict:
-        first, self._first = self._first, False
-        return End() if not first and repeats_line(line, self._following) else line
+        typed, self._typed = self._typed, None
+        whole = line if typed is None else typed + line
+        return End() if repeats_line(whole, self._following) else line
 
 
 def repeats_line(line: str, document_line: str) -> bool:
@@ -451,11 +546,13 @@ def replaced_suffix_length(text: str, context: CursorContext) -> int:
 FILTERS: tuple[Filter, ...] = (
     strip_special_tokens,
     strip_fences_and_preamble,
+    start_on_the_cursor_line,
     strip_echoed_line_prefix,
     cut_repetition,
     limit_lines,
     normalise_indentation,
     limit_scope,
+    fit_one_statement,
     drop_repeated_suffix_lines,
     trim_trailing_whitespace,
     trim_suffix_overlap,
