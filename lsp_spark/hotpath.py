@@ -46,7 +46,9 @@ class Keystrokes(Protocol):
 
     def change_document(self, uri: str, version: int, changes: list[Change]) -> None: ...
 
-    def ghost_text(self, uri: str, line: int, character: int) -> JsonAnswer: ...
+    def ghost_text(
+        self, uri: str, line: int, character: int, *, invoked: bool = False
+    ) -> JsonAnswer: ...
 
     def completion_list(self, uri: str, line: int, character: int) -> JsonAnswer: ...
 
@@ -162,9 +164,10 @@ class HotPath:
 
     def _ghost_text(self, params: Any) -> JsonAnswer | None:
         parsed = _document_position(params)
-        if parsed is None or type(params.get("context")) is not dict:
+        if parsed is None or type(context := params.get("context")) is not dict:
             return None
-        return self._server.ghost_text(*parsed)
+        invoked = context.get("triggerKind") == types.InlineCompletionTriggerKind.Invoked
+        return self._server.ghost_text(*parsed, invoked=invoked)
 
     def _completion(self, params: Any) -> JsonAnswer | None:
         parsed = _document_position(params)

@@ -215,6 +215,41 @@ class CompletionEngine:
             )
         return suggestion
 
+    async def alternatives(
+        self, document: Document, row: int, column: int, shown: Suggestion | None
+    ) -> list[Suggestion]:
+        """Other suggestions at this cursor, for a user who asks for them (the cycle keys):
+        sampled at `alternativesTemperature`, one upstream request each, distinct from
+        `shown` and from each other. Outside the session and the cache: nothing typed
+        rides on them, and the usual suggestion stays the one remembered."""
+        settings = self.settings
+        if not settings.enable or self.workspace.excluded(document.uri):
+            return []
+        backend = self.backends.ready()
+        if backend is None:
+            return []
+        built = self.contexts.build(document, row, column, self._context_options(backend))
+        if built is None:
+            return []
+        request = dataclasses.replace(
+            self._prompt(document, built), temperature=settings.alternatives_temperature
+        )
+        seen = {shown.text} if shown is not None else set()
+        found: list[Suggestion] = []
+        for _ in range(settings.alternatives):
+            started = time.perf_counter()
+            assembled = SuggestionStream(built.cursor, skip=frozenset(settings.disabled_filters))
+            result = await self._stream(backend, request, assembled, started)
+            if result is None:
+                break
+            text, replace_chars = result
+            if text in seen or contains_placeholder(text):
+                continue
+            seen.add(text)
+            if (suggestion := self._deliver(text, replace_chars, backend, started)) is not None:
+                found.append(suggestion)
+        return found
+
     def _prompt(self, document: Document, built: BuiltContext) -> CompletionRequest:
         """What the backend is asked, secrets taken out."""
         settings = self.settings

@@ -368,11 +368,16 @@ class SparkServer(LanguageServer):
             types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=version)
         )
 
-    def reporter(self, token: types.ProgressToken | None = None) -> Reporter:
-        """Progress for an action: on the client's token, or one we create if it can show it."""
-        if token is None and not self.actions.support.progress:
+    def reporter(
+        self, token: types.ProgressToken | None = None, resolving: bool = False
+    ) -> Reporter:
+        """Progress for an action: on the client's token, or on one we create if it can show
+        it (while `resolving` a code action, only if it handles our requests meanwhile)."""
+        support = self.actions.support
+        create = support.progress and not (resolving and support.blocks_on_resolve)
+        if token is None and not create:
             return Silent()
-        return WorkDone(self.work_done_progress, token, create=self.actions.support.progress)
+        return WorkDone(self.work_done_progress, token, create=create)
 
     def tell(self, outcome: Outcome) -> None:
         """Why an action made no edit (or the editor did not apply it), unless the user
@@ -436,12 +441,18 @@ class SparkServer(LanguageServer):
         row, column, character = document.clamp(line, character, self.encoding)
         return Cursor(document, row, column, {"line": row, "character": character})
 
-    def replaced_range(self, cursor: Cursor, chars: int) -> dict[str, Any]:
-        """The range from the cursor over `chars` code points of its line."""
+    def replaced_range(self, cursor: Cursor, chars: int, before: int = 0) -> dict[str, Any]:
+        """The range over `chars` code points of the cursor's line right of it, starting
+        `before` code points left of it."""
+        start = cursor.start if before == 0 else self._position(cursor, -before)
+        return {"start": start, "end": self._position(cursor, chars)}
+
+    def _position(self, cursor: Cursor, chars: int) -> dict[str, int]:
+        """The LSP position `chars` code points right (or left) of the cursor, on its line."""
         document = cursor.document
-        end_offset = document.offset_at(cursor.row, cursor.column + chars, PositionEncoding.UTF32)
-        line, character = document.position_at(end_offset, self.encoding)
-        return {"start": cursor.start, "end": {"line": line, "character": character}}
+        offset = document.offset_at(cursor.row, cursor.column + chars, PositionEncoding.UTF32)
+        line, character = document.position_at(offset, self.encoding)
+        return {"line": line, "character": character}
 
     def change_document(self, uri: str, version: int, changes: list[Change]) -> None:
         self.engine.keystroke()
@@ -475,11 +486,31 @@ class SparkServer(LanguageServer):
             return render(cursor, remembered)
         return upstream(cursor)
 
-    def ghost_text(self, uri: str, line: int, character: int) -> JsonAnswer:
-        """An `InlineCompletionList`."""
+    def ghost_text(
+        self, uri: str, line: int, character: int, *, invoked: bool = False
+    ) -> JsonAnswer:
+        """An `InlineCompletionList`: the suggestion, and when the user asked for ghost text
+        explicitly (the cycle keys send `triggerKind` Invoked) the alternatives after it."""
+        if invoked and self.engine.settings.alternatives:
+            cursor = self.locate(uri, line, character)
+            return NO_GHOST_TEXT if cursor is None else self._ghost_alternatives(cursor)
         return self._answer(
             uri, line, character, NO_GHOST_TEXT, self._ghost_list, self._ghost_text_upstream
         )
+
+    async def _ghost_alternatives(self, cursor: Cursor) -> dict[str, Any]:
+        engine = self.engine
+        first = engine.recall(cursor.document, cursor.row, cursor.column)
+        if first is None:
+            first = await engine.fetch(cursor.document, cursor.row, cursor.column)
+        shown = first if first is not None and first.text else None
+        others = await engine.alternatives(cursor.document, cursor.row, cursor.column, shown)
+        items = [
+            self._ghost_item(cursor, suggestion)
+            for suggestion in (shown, *others)
+            if suggestion is not None
+        ]
+        return {"items": items} if items else NO_GHOST_TEXT
 
     async def _ghost_text_upstream(self, cursor: Cursor) -> dict[str, Any]:
         suggestion = await self.engine.fetch(cursor.document, cursor.row, cursor.column)
@@ -488,7 +519,10 @@ class SparkServer(LanguageServer):
     def _ghost_list(self, cursor: Cursor, suggestion: Suggestion | None) -> dict[str, Any]:
         if suggestion is None or not suggestion.text:
             return NO_GHOST_TEXT
-        item = {
+        return {"items": [self._ghost_item(cursor, suggestion)]}
+
+    def _ghost_item(self, cursor: Cursor, suggestion: Suggestion) -> dict[str, Any]:
+        return {
             "insertText": suggestion.text,
             "range": self.replaced_range(cursor, suggestion.replace_chars),
             "command": {
@@ -497,7 +531,6 @@ class SparkServer(LanguageServer):
                 "arguments": [cursor.document.uri],
             },
         }
-        return {"items": [item]}
 
     def completion_list(self, uri: str, line: int, character: int) -> JsonAnswer:
         """A `CompletionList`, for clients without ghost text: within `completionDeadlineMs`
@@ -524,8 +557,9 @@ class SparkServer(LanguageServer):
     def _completion_list(self, cursor: Cursor, suggestion: Suggestion | None) -> dict[str, Any]:
         if suggestion is None or not suggestion.text:
             return NO_COMPLETIONS
-        edit_range = self.replaced_range(cursor, suggestion.replace_chars)
-        return {"isIncomplete": False, "items": [completion_item(suggestion, edit_range)]}
+        word = word_before(cursor.document.line(cursor.row), cursor.column)
+        edit_range = self.replaced_range(cursor, suggestion.replace_chars, before=len(word))
+        return {"isIncomplete": False, "items": [completion_item(suggestion, word, edit_range)]}
 
 
 server = SparkServer()
@@ -537,7 +571,7 @@ def initialize(ls: SparkServer, params: types.InitializeParams) -> None:
     negotiated = ls.workspace.position_encoding
     ls.encoding = PositionEncoding(getattr(negotiated, "value", negotiated) or "utf-16")
     ls.actions.encoding = ls.review.encoding = ls.encoding
-    ls.actions.support = ClientSupport.of(params.capabilities)
+    ls.actions.support = ClientSupport.of(params.capabilities, params.client_info)
     folders = params.workspace_folders or []
     root = folders[0].uri if folders else params.root_uri
     root_path = to_fs_path(root) if root else None
@@ -605,23 +639,47 @@ def did_close(ls: SparkServer, params: types.DidCloseTextDocumentParams) -> None
 @server.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())
 async def inline_completion(ls: SparkServer, params: types.InlineCompletionParams) -> Any:
     position = params.position
-    return await settled(ls.ghost_text(params.text_document.uri, position.line, position.character))
+    invoked = params.context.trigger_kind == types.InlineCompletionTriggerKind.Invoked
+    return await settled(
+        ls.ghost_text(params.text_document.uri, position.line, position.character, invoked=invoked)
+    )
 
 
-def completion_item(suggestion: Suggestion, edit_range: dict[str, Any]) -> dict[str, Any]:
-    first_line = suggestion.text.strip().split("\n", 1)[0]
-    label = first_line if len(first_line) <= LABEL_LENGTH else first_line[: LABEL_LENGTH - 1] + "…"
+def word_before(line: str, column: int) -> str:
+    """The word characters (letters, digits, `_`) right before code point `column`: what
+    clients filter a completion menu by, and so what an item's text must start with."""
+    start = column
+    while start > 0 and (line[start - 1].isalnum() or line[start - 1] == "_"):
+        start -= 1
+    return line[start:column]
+
+
+def completion_item(
+    suggestion: Suggestion, word: str, edit_range: dict[str, Any]
+) -> dict[str, Any]:
+    """One item that replaces the `word` typed before the cursor with that word and the
+    suggestion: clients filter their menu by that word (Helix, Neovim, VS Code), so the
+    filter text starts with it. Plain text of kind Text, inserted as is (its later lines
+    carry their own indentation): an item of kind Snippet is parsed as a snippet, losing
+    backslashes and `$` signs, and re-indented line by line (Helix does both)."""
+    first_line = suggestion.text.split("\n", 1)[0]
+    if first_line.strip():
+        shown = (word + first_line).strip()  # the cursor's line as accepting leaves it
+    else:
+        shown = suggestion.text.strip().split("\n", 1)[0]  # it starts on the next line
+    label = shown if len(shown) <= LABEL_LENGTH else shown[: LABEL_LENGTH - 1] + "…"
     return {
         "label": label,
-        "kind": types.CompletionItemKind.Snippet.value,
+        "kind": types.CompletionItemKind.Text.value,
         "detail": f"lsp-spark ({suggestion.backend})",
         "documentation": {
             "kind": types.MarkupKind.Markdown.value,
             "value": f"```\n{suggestion.text}\n```",
         },
-        "textEdit": {"range": edit_range, "newText": suggestion.text},
+        "textEdit": {"range": edit_range, "newText": word + suggestion.text},
         "insertTextFormat": types.InsertTextFormat.PlainText.value,
-        "filterText": first_line.strip(),
+        "insertTextMode": types.InsertTextMode.AsIs.value,
+        "filterText": shown if shown.startswith(word) else word,
         "sortText": "~lsp-spark",
     }
 
@@ -656,7 +714,7 @@ async def resolve_code_action(ls: SparkServer, action: types.CodeAction) -> type
     request = ActionRequest.from_data(action.data)
     if request is None:
         return action
-    outcome = await ls.actions.run(request, ls.reporter())
+    outcome = await ls.actions.run(request, ls.reporter(resolving=True))
     ls.tell(outcome)
     action.edit = outcome.edit
     return action

@@ -69,6 +69,14 @@ class Settings(BaseModel):
     max_tokens: int = Field(default=96, ge=1, le=4096)
     max_lines: int = Field(default=12, ge=1, le=200)
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    alternatives: int = Field(
+        default=2,
+        ge=0,
+        le=5,
+        description="Other suggestions sampled when ghost text is asked for explicitly "
+        "(the cycle keys), beside the usual one.",
+    )
+    alternatives_temperature: float = Field(default=0.8, ge=0.0, le=2.0)
     debounce_ms: int | None = Field(
         default=None, ge=0, le=2000, description="None: adapt to the typing rhythm (at most 20 ms)."
     )

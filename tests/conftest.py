@@ -261,14 +261,18 @@ def delete_before(
     edit_text(client, uri, version, (line, character - 1), (line, character), "")
 
 
-async def inline(client: LanguageClient, uri: str, line: int, character: int) -> Any:
+async def inline(
+    client: LanguageClient,
+    uri: str,
+    line: int,
+    character: int,
+    trigger: types.InlineCompletionTriggerKind = types.InlineCompletionTriggerKind.Automatic,
+) -> Any:
     return await client.text_document_inline_completion_async(
         types.InlineCompletionParams(
             text_document=types.TextDocumentIdentifier(uri),
             position=types.Position(line, character),
-            context=types.InlineCompletionContext(
-                trigger_kind=types.InlineCompletionTriggerKind.Automatic
-            ),
+            context=types.InlineCompletionContext(trigger_kind=trigger),
         )
     )
 

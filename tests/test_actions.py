@@ -151,10 +151,11 @@ async def shared_editor(shared_cerebras: CerebrasTestServer) -> AsyncIterator[La
     await close(editor)
 
 
-@pytest.fixture
-def session(shared_editor: LanguageClient, shared_cerebras: CerebrasTestServer) -> Session:
+@pytest_asyncio.fixture(loop_scope="module")
+async def session(shared_editor: LanguageClient, shared_cerebras: CerebrasTestServer) -> Session:
     """The shared session, with the loopback's scripts and records and what the editor saw
-    (messages, progress, applied edits) cleared."""
+    (messages, progress, applied edits) cleared, once the last test's progress has ended."""
+    await wait_until(lambda: progress_over(shared_editor))
     shared_cerebras.reset()
     shared_editor.applied.clear()  # type: ignore[attr-defined]
     shared_editor.messages.clear()
@@ -229,6 +230,15 @@ async def action_counts(client: LanguageClient) -> dict[str, int]:
 def counted(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
     """The action counters that moved, and by how much."""
     return {name: after[name] - before[name] for name in COUNTS if after[name] != before[name]}
+
+
+def progress_over(client: LanguageClient) -> bool:
+    """Whether every progress the client made a token for has ended. An action's progress
+    begins once the client has made the token, so a quick action's may end after its answer."""
+    return all(
+        reports and isinstance(reports[-1], types.WorkDoneProgressEnd)
+        for reports in client.progress_reports.values()
+    )
 
 
 async def wait_until(condition: Callable[[], object], timeout: float = WAIT) -> None:
@@ -533,6 +543,7 @@ async def test_the_prediction_is_sent_and_its_token_counts_reach_the_stats(
         "content": "```python\ndef load(path):\n    with open(path) as handle:\n"
         "        return json.load(handle)\n```",
     }
+    await wait_until(lambda: progress_over(client))
     [(_, reports)] = client.progress_reports.items()
     assert isinstance(reports[0], types.WorkDoneProgressBegin)
     assert "error handling" in reports[0].title
@@ -542,6 +553,34 @@ async def test_the_prediction_is_sent_and_its_token_counts_reach_the_stats(
     assert stats.predictionTokens.rejected > 0
     assert stats.actions.latencyMs.p50 is not None
     assert stats.model == "gpt-oss-120b", "completions keep their own model"
+
+
+async def test_progress_begins_and_ends_when_the_client_creates_its_token_after_the_answer(
+    start_editor: StartEditor, cerebras: CerebrasTestServer
+) -> None:
+    """A client waiting for the resolve answers `window/workDoneProgress/create` only once
+    it has the edit (the resolve goes on without that answer): the token it then makes is
+    begun and ended rather than left open (Helix, say, spins until a token ends)."""
+    cerebras.config.queue_replies(LOAD_WITH_ERRORS)
+    client = await start_editor(cerebras_options(cerebras))
+    resolved = asyncio.Event()
+
+    async def create_once_resolved(params: types.WorkDoneProgressCreateParams) -> None:
+        await asyncio.wait_for(resolved.wait(), WAIT)
+        client.progress_reports[params.token] = []
+
+    client.protocol.fm.features[types.WINDOW_WORK_DONE_PROGRESS_CREATE] = create_once_resolved
+    uri = "file:///work/store.py"
+    open_file(client, uri, "python", PYTHON)
+    action = pick(await code_actions(client, uri, cursor(4, 8)), "error_handling")
+
+    assert (await client.code_action_resolve_async(action)).edit is not None
+    assert client.progress_reports == {}
+    resolved.set()
+    await wait_until(lambda: bool(client.progress_reports) and progress_over(client))
+    [reports] = client.progress_reports.values()
+    assert isinstance(reports[0], types.WorkDoneProgressBegin)
+    assert isinstance(reports[1], types.WorkDoneProgressEnd)
 
 
 async def test_a_model_that_refuses_predictions_is_asked_without_from_then_on(

@@ -8,12 +8,13 @@ from pathlib import Path
 import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
+from lsprotocol import types
 
 from lsp_spark.actions.catalog import fix_title, rewrites_for, wanted
 from lsp_spark.actions.diffing import apply, line_ending, region_edits
 from lsp_spark.actions.findings import Finding, parse_findings
 from lsp_spark.actions.prompting import EditTask, ReviewTask, WriteTestsTask, build_messages, fenced
-from lsp_spark.actions.requests import ActionRequest
+from lsp_spark.actions.requests import ActionRequest, ClientSupport
 from lsp_spark.actions.rewrite import block_closed, extract_code, reindent, restore_redacted
 from lsp_spark.actions.targets import functions, target_at
 from lsp_spark.actions.testfiles import test_file_for as find_test_file
@@ -236,6 +237,34 @@ def test_a_selection_is_its_lines_without_blank_ends() -> None:
 
 
 @pytest.mark.parametrize(
+    ("start", "end"),
+    [((14, 4), (14, 5)), ((14, 5), (14, 4)), ((14, 12), (15, 0))],
+    ids=["character", "reversed", "line-break"],
+)
+def test_a_one_character_range_is_a_cursor_in_the_scope_around_it(
+    start: tuple[int, int], end: tuple[int, int]
+) -> None:
+    """A block cursor (Helix's) selects the character under it: at a line's end, its line
+    break."""
+    document, syntax = opened(PYTHON, "python")
+    target = target_at(document, syntax, start, end)  # type: ignore[arg-type]
+    assert target is not None
+    assert (target.start_row, target.end_row, target.kind, target.name) == (
+        13,
+        15,
+        "function",
+        "top",
+    )
+
+
+def test_two_characters_of_a_line_select_that_line() -> None:
+    document, syntax = opened(PYTHON, "python")
+    target = target_at(document, syntax, (14, 4), (14, 6))  # type: ignore[arg-type]
+    assert target is not None and (target.start_row, target.end_row) == (14, 15)
+    assert target.kind == "selection"
+
+
+@pytest.mark.parametrize(
     ("language", "text", "at", "expected"),
     [
         (
@@ -369,6 +398,19 @@ def test_requests_round_trip_through_data_and_reject_bad_arguments() -> None:
     assert ActionRequest.from_instruction({**argument, "range": {"start": {}}}) is None
     assert ActionRequest.from_instruction([argument]) is None
     assert ActionRequest.from_data({"action": "fix"}) is None
+
+
+def test_only_a_client_known_to_wait_on_resolve_is_taken_to_block_it() -> None:
+    """Helix resolves a code action on its UI thread: progress created meanwhile would begin
+    only once the edit is done, so none is created for its resolves."""
+    capabilities = types.ClientCapabilities(
+        window=types.WindowClientCapabilities(work_done_progress=True)
+    )
+    helix = ClientSupport.of(capabilities, types.ClientInfo("helix", "25.07.1 (079a789e)"))
+    assert helix.progress and helix.blocks_on_resolve
+    for other in (types.ClientInfo("Visual Studio Code", "1.99.0"), types.ClientInfo("Neovim")):
+        assert not ClientSupport.of(capabilities, other).blocks_on_resolve
+    assert not ClientSupport.of(capabilities).blocks_on_resolve
 
 
 def test_edit_prompts_carry_the_instruction_and_predict_the_scope() -> None:

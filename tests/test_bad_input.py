@@ -122,6 +122,13 @@ def position_of(text: str, offset: int) -> dict[str, int]:
     raise ValueError(f"offset {offset} is inside a line terminator")
 
 
+def word_start(text: str, offset: int) -> int:
+    """Where the word (letters, digits, `_`) right before `offset` starts."""
+    while offset > 0 and (text[offset - 1].isalnum() or text[offset - 1] == "_"):
+        offset -= 1
+    return offset
+
+
 def offsets(text: str) -> list[int]:
     """Every offset an LSP position can name."""
     return [offset for start, end in line_spans(text) for offset in range(start, end + 1)]
@@ -407,7 +414,8 @@ def test_any_position_gets_a_result_or_invalid_params(
     spark: Spark, documents: dict[str, str], data: st.DataObject
 ) -> None:
     """Past the end, huge, negative, inside a surrogate pair: in-range numbers clamp (and a
-    suggestion's range starts at the clamped cursor), others are InvalidParams."""
+    suggestion's range starts at the clamped cursor, or the word before it for a completion
+    item), others are InvalidParams."""
     uri = data.draw(st.sampled_from(sorted(documents)), label="uri")
     text = documents[uri]
     odd = st.sampled_from([UINTEGER_MAX, UINTEGER_MAX + 1, 2**53, -1, -(2**31)])
@@ -422,11 +430,13 @@ def test_any_position_gets_a_result_or_invalid_params(
         assert reply.get("error", {}).get("code") == INVALID_PARAMS, reply
     else:
         assert "result" in reply, reply
-        cursor = position_of(text, clamped_offset(text, line, character))
+        offset = clamped_offset(text, line, character)
+        # A completion item's edit also replaces the word typed before the cursor.
+        start = position_of(text, offset if method == INLINE else word_start(text, offset))
         items = reply["result"]["items"]
         for item in items:
             edit_range = item["range"] if method == INLINE else item["textEdit"]["range"]
-            assert edit_range["start"] == cursor, (reply, cursor)
+            assert edit_range["start"] == start, (reply, start)
             assert is_valid_position(text, edit_range["end"]), reply
     spark.assert_alive()
 

@@ -105,7 +105,7 @@ class Keystrokes:
         await asyncio.sleep(0)
         return {"items": []}
 
-    def ghost_text(self, uri: str, line: int, character: int) -> Any:
+    def ghost_text(self, uri: str, line: int, character: int, *, invoked: bool = False) -> Any:
         return self._later()
 
     def completion_list(self, uri: str, line: int, character: int) -> Any:

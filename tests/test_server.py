@@ -19,6 +19,7 @@ from tests.conftest import (
     eventually,
     inline,
     open_document,
+    texts,
 )
 
 
@@ -58,6 +59,29 @@ async def test_inline_completion_fills_the_hole_through_chat(
     assert request.body["stream"] is True
     assert request.body["max_completion_tokens"] >= 1
     assert f"    return {HOLE}\n\nprint(add(1, 2))" in sent_code(request)
+
+
+async def test_asking_explicitly_cycles_through_distinct_sampled_alternatives(
+    start_spark: StartSpark, cerebras: CerebrasTestServer
+) -> None:
+    """Typing shows the greedy suggestion alone; the cycle keys (triggerKind Invoked) get it
+    first and then alternatives sampled at `alternativesTemperature`, without duplicates."""
+    sampled = iter(["a - b", "a - b", "a * b"])
+
+    def reply(body: dict) -> str:
+        return "a + b" if body["temperature"] == 0 else next(sampled, "a + b")
+
+    cerebras.config.reply_fn = reply
+    client = await start_spark(
+        cerebras_options(cerebras, alternatives=3, alternativesTemperature=0.9)
+    )
+    uri = open_document(client, "def add(a, b):\n    return \n")
+    assert texts(await inline(client, uri, 1, 11)) == ["a + b"]
+    invoked = await inline(client, uri, 1, 11, types.InlineCompletionTriggerKind.Invoked)
+    assert texts(invoked) == ["a + b", "a - b", "a * b"]
+    temperatures = [request.body["temperature"] for request in cerebras.completion_requests]
+    assert temperatures == [0, 0.9, 0.9, 0.9], "the first suggestion was not asked again"
+    assert all(item.command.command == "lspSpark.accepted" for item in invoked.items)
 
 
 async def test_suggestion_replaces_an_auto_inserted_bracket(
@@ -132,6 +156,49 @@ async def test_completion_fallback_returns_one_item_with_a_text_edit(
     [item] = result.items
     assert item.text_edit.new_text == "range(10):"
     assert item.text_edit.range == types.Range(types.Position(0, 9), types.Position(0, 9))
+
+
+async def test_a_completion_item_replaces_the_word_typed_before_the_cursor(
+    start_spark: StartSpark, cerebras: CerebrasTestServer
+) -> None:
+    """Clients filter their menu by the word before the cursor (`ré`): the item's filter
+    text and its edit start there, counted in UTF-8 bytes when that is negotiated."""
+    cerebras.config.queue_replies("sult")
+    client = await start_spark(
+        cerebras_options(cerebras, completionDeadlineMs=5000), encodings=["utf-8"]
+    )
+    before_word = "s = '😀'; "
+    line = before_word + "ré"
+    uri = open_document(client, line + "\n")
+    word_start, cursor = len(before_word.encode()), len(line.encode())
+    result = await client.text_document_completion_async(
+        types.CompletionParams(types.TextDocumentIdentifier(uri), types.Position(0, cursor))
+    )
+    [item] = result.items
+    assert item.filter_text == item.label == "résult"
+    assert item.text_edit.new_text == "résult"
+    assert item.text_edit.range == types.Range(
+        types.Position(0, word_start), types.Position(0, cursor)
+    )
+
+
+async def test_a_completion_item_is_plain_text_inserted_as_is(
+    start_spark: StartSpark, cerebras: CerebrasTestServer
+) -> None:
+    """Not a snippet, which clients would parse (dropping `\\` and `$5`) and re-indent: its
+    later lines carry their own indentation."""
+    suggestion = 'path.split("\\\\") + ["$5"]'
+    cerebras.config.queue_replies(suggestion)
+    client = await start_spark(cerebras_options(cerebras, completionDeadlineMs=5000))
+    uri = open_document(client, "def parts(path):\n    return \n")
+    result = await client.text_document_completion_async(
+        types.CompletionParams(types.TextDocumentIdentifier(uri), types.Position(1, 11))
+    )
+    [item] = result.items
+    assert item.text_edit.new_text == suggestion
+    assert item.kind == types.CompletionItemKind.Text
+    assert item.insert_text_format == types.InsertTextFormat.PlainText
+    assert item.insert_text_mode == types.InsertTextMode.AsIs
 
 
 async def test_completion_fallback_never_waits_past_its_deadline(

@@ -60,7 +60,7 @@ async def test_completion_items_ride_on_the_request_in_flight_as_ghost_text_does
     await client.protocol.send_request_async("lspSpark/stats", None)  # read in order: it rides
     held.release()
     second = await pending
-    assert [item.text_edit.new_text for item in second.items] == ["ange(10):"]
+    assert [item.text_edit.new_text for item in second.items] == ["range(10):"], "with the r"
     assert [item.text_edit.new_text for item in (await first).items] == ["range(10):"]
     assert len(cerebras.completion_requests) == 1
 

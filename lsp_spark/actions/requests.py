@@ -11,6 +11,10 @@ from pygls.capabilities import get_capability
 
 from lsp_spark.actions import catalog
 
+CLIENTS_BLOCKING_ON_RESOLVE = frozenset({"helix"})
+"""Clients (by `clientInfo.name`) that send `codeAction/resolve` from their UI thread and
+wait there for the answer (Helix: `helix_lsp::block_on` in helix-term's code action menu),
+handling nothing the server sends meanwhile."""
 Position = tuple[int, int]
 """An LSP position (line, character) in the negotiated encoding."""
 
@@ -22,7 +26,7 @@ class ActionRequest:
     """An id from `catalog`: "fix", "error_handling", … or "instruction"."""
     start: Position
     end: Position
-    """The selection, or the cursor (start == end) whose enclosing scope is meant."""
+    """The selection, or the cursor (`targets.is_cursor`) whose enclosing scope is meant."""
     instruction: str = ""
     diagnostic: Mapping[str, Any] | None = None
     """For "fix": the diagnostic's message, source, code and line."""
@@ -93,9 +97,15 @@ class ClientSupport:
     document_changes: bool = False
     create_files: bool = False
     progress: bool = False
+    """It shows work done progress the server creates (`window/workDoneProgress/create`)."""
+    blocks_on_resolve: bool = False
+    """It answers none of the server's requests while it waits for a `codeAction/resolve`,
+    so progress created then would only begin once the work is over."""
 
     @classmethod
-    def of(cls, capabilities: types.ClientCapabilities) -> ClientSupport:
+    def of(
+        cls, capabilities: types.ClientCapabilities, client: types.ClientInfo | None = None
+    ) -> ClientSupport:
         resolvable = get_capability(
             capabilities, "text_document.code_action.resolve_support.properties", []
         )
@@ -112,6 +122,8 @@ class ClientSupport:
             ),
             create_files=types.ResourceOperationKind.Create in kinds,
             progress=bool(get_capability(capabilities, "window.work_done_progress")),
+            blocks_on_resolve=client is not None
+            and client.name.lower() in CLIENTS_BLOCKING_ON_RESOLVE,
         )
 
 

@@ -28,7 +28,7 @@ from lsp_spark.actions.progress import Reporter
 from lsp_spark.actions.prompting import EditTask, Outbound, WriteTestsTask, build_messages
 from lsp_spark.actions.requests import ActionRequest, ClientSupport, diagnostic_data
 from lsp_spark.actions.rewrite import block_closed, extract_code, reindent, restore_redacted
-from lsp_spark.actions.targets import Target, target_at
+from lsp_spark.actions.targets import Target, is_cursor, target_at
 from lsp_spark.actions.testfiles import TEST_LANGUAGES, TestFile, test_file_for
 from lsp_spark.backends import Backend, BackendError
 from lsp_spark.backends.base import ChatUsage
@@ -159,7 +159,7 @@ class ActionService:
         job = _Job(target, task)
         self._jobs.setdefault(request.uri, []).append(job)
         try:
-            await progress.begin(self._title(request, target), lambda: cancel_once(task))
+            progress.begin(self._title(request, target), lambda: cancel_once(task))
             outcome = await asyncio.shield(task)
         except asyncio.CancelledError:
             current = asyncio.current_task()
@@ -230,10 +230,13 @@ class ActionService:
         start = self._point(document, request.start)
         end = self._point(document, request.end)
         found = target_at(document, self.workspace.tree(document.uri), start, end)
-        blank = start[0] < document.line_count and not document.line(start[0]).strip()
-        if found is None and request.action == catalog.INSTRUCTION.id and start == end and blank:
-            return Target(start[0], start[0] + 1, INSERTION)
-        return found
+        if found is not None or request.action != catalog.INSTRUCTION.id:
+            return found
+        row = min(start, end)[0]
+        blank = row < document.line_count and not document.line(row).strip()
+        if blank and is_cursor(document, start, end):
+            return Target(row, row + 1, INSERTION)
+        return None
 
     def _supersede(self, uri: str, target: Target) -> None:
         for job in self._jobs.get(uri, []):

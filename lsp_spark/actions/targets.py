@@ -51,11 +51,13 @@ def target_at(
     end: tuple[int, int] | None = None,
 ) -> Target | None:
     """The selected lines when `start`..`end` (rows, code point columns) selects some code;
-    else the innermost scope around `start`, else the top-level statement there."""
-    if end is not None and end != start:
-        selected = _selection(document, start, end)
-        if selected is not None:
-            return selected
+    else the innermost scope around the cursor, else the top-level statement there."""
+    if end is not None:
+        if not is_cursor(document, start, end):
+            selected = _selection(document, start, end)
+            if selected is not None:
+                return selected
+        start = min(start, end)
     if syntax is None:
         return None
     row, column = start
@@ -76,6 +78,16 @@ def target_at(
     if found is None or found.parent is None or not line.strip():
         return None
     return _around(document, found, found.type, named=False)
+
+
+def is_cursor(document: Document, start: tuple[int, int], end: tuple[int, int]) -> bool:
+    """Whether `start`..`end` (rows, code point columns) is a cursor rather than a selection:
+    empty, or the one character a block cursor stands on (Helix's cursor is a selection of
+    it), which at a line's end is its line break."""
+    (first, first_column), (last, last_column) = sorted((start, end))
+    if first == last:
+        return last_column - first_column <= 1
+    return last == first + 1 and last_column == 0 and first_column >= len(document.line(first))
 
 
 def functions(syntax: SyntaxTree) -> list[Function]:
