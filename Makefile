@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-EDITOR_PACKAGES := neovim emacs-nox elpa-eglot
+EDITOR_PACKAGES := neovim emacs-nox elpa-eglot tmux chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: install editors demo test lint bench peers soak
@@ -18,19 +18,21 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-# The editors the tests drive headless: Debian's Neovim (0.7) and Emacs with eglot. Neovim
-# 0.11 comes from PyPI with the dev extra; the VS Code extension needs Node.js 20+ and npm.
+# The editors the tests type into: Debian's Neovim (0.7) and Emacs with eglot, tmux for their
+# terminal screens, Chromium for VS Code (code-server, from editors/vscode/e2e). Neovim 0.11
+# comes from PyPI with the dev extra; the VS Code extension needs Node.js 20+ and npm.
 editors:
 	@dpkg -s $(EDITOR_PACKAGES) >/dev/null 2>&1 || { \
 		$(SUDO) apt-get update -qq && \
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(EDITOR_PACKAGES) >/dev/null; }
+	bash editors/vscode/e2e/install.sh
 
 demo: install
 	$(BIN)/lsp-spark demo --backend local
 
 test: install editors
 	LSP_SPARK_REQUIRE_EDITORS=1 $(BIN)/python -m pytest
-	LSP_SPARK_PYTHON=$(abspath $(BIN)/python) bash editors/vscode/ci.sh
+	LSP_SPARK_REQUIRE_EDITORS=1 LSP_SPARK_PYTHON=$(abspath $(BIN)/python) bash editors/vscode/ci.sh
 
 lint: install
 	$(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/mypy lsp_spark
@@ -41,17 +43,21 @@ lint: install
 peers:
 	npm install --prefix benchmarks/peers --no-audit --no-fund --ignore-scripts --no-save
 
-bench: install peers
+bench: install peers editors
 	$(BIN)/python benchmarks/bench_documents.py
 	$(BIN)/python benchmarks/bench_syntax.py
 	$(BIN)/python benchmarks/bench_context.py
 	$(BIN)/python benchmarks/holes.py
+	$(BIN)/python benchmarks/mbpp.py
 	$(BIN)/python benchmarks/bench_http.py
 	$(BIN)/python benchmarks/bench_privacy.py
 	$(BIN)/python benchmarks/bench_cold.py
 	$(BIN)/python benchmarks/edit_tasks.py
 	$(BIN)/python benchmarks/hostile.py
 	$(BIN)/python benchmarks/replay.py
+	$(BIN)/python benchmarks/editor_neovim.py
+	$(BIN)/python benchmarks/editor_emacs.py
+	$(BIN)/python benchmarks/editor_vscode.py
 
 # Minutes long, so not part of `bench`: 20,000 requests through one server.
 soak: install

@@ -153,6 +153,22 @@ def test_holes_gets_an_answer_for_every_hole_from_the_embedded_model(tmp_path: P
     assert baseline["tokensReceived"] > 0
 
 
+def test_mbpp_runs_every_hole_both_systems_filled(tmp_path: Path) -> None:
+    report = run_tiny("mbpp", tmp_path / "mbpp.json")
+    assert report["holeCount"] == {"single": 3, "multi": 1}
+    assert report["candidateHoles"] > 0
+    for system, kinds in report["scores"].items():
+        for kind, row in kinds.items():
+            assert row["holes"] == report["holeCount"][kind], (system, kind)
+            assert row["passAt1"] is not None and row["empty"] is not None, (system, kind)
+            assert row["failures"] == 0, (system, kind)
+    assert report["scores"]["lsp-spark"]["single"]["medianLatencyMs"] > 0
+    assert len(report["holes"]) == 4
+    for hole in report["holes"]:
+        assert isinstance(hole["lsp-spark"]["passed"], bool)
+        assert isinstance(hole["raw model"]["passed"], bool)
+
+
 def test_edit_tasks_get_their_edits_both_ways_of_asking(tmp_path: Path) -> None:
     report = run_tiny("edit_tasks", tmp_path / "edit_tasks.json")
     [scripted] = report["runs"].values()
@@ -215,3 +231,66 @@ def test_benchmark_of_the_servers_own_modules_still_runs(
     tmp_path: Path, name: str, check: Callable[[dict[str, Any]], None]
 ) -> None:
     check(run_tiny(name, tmp_path / f"{name}.json"))
+
+
+def test_emacs_benchmark_times_keys_that_brought_ghost_text(tmp_path: Path) -> None:
+    """Emacs typed both kinds of key into the module, and the keys timed brought the
+    module's own text as ghost text (a key that never did counts as missed, not timed)."""
+    from tests.editors.helpers import editor_binary
+
+    editor_binary("emacs")
+    report = run_tiny("editor_emacs", tmp_path / "editor_emacs.json")
+    assert report["upstreamRequests"] > 0
+    for kind in ("first", "through"):
+        row = report["keys"][kind]
+        assert row["keys"] - row["missed"] > 0, kind
+    timed = [sample for sample in report["samples"] if sample["ms"] is not None]
+    assert timed and all(sample["ghost"] for sample in timed)
+
+
+def test_editor_neovim_times_ghost_text_for_every_keystroke(tmp_path: Path) -> None:
+    from tests.editors.helpers import editor_binary
+
+    # Debian's Neovim (`make editors`): a skip without it, a failure where editors are required.
+    editor_binary("nvim")
+    report = run_tiny("editor_neovim", tmp_path / "editor_neovim.json")
+    assert report["runs"], "no Neovim was measured"
+    for run in report["runs"]:
+        assert run["keystrokes"] == report["keystrokesPerNeovim"] > 0, run["version"]
+        assert run["shown"] == run["keystrokes"], run["version"]
+        assert run["missed"] == 0, run["version"]
+        assert len(run["samplesMs"]) == run["shown"], run["version"]
+
+
+VSCODE_TIMEOUT = 600.0
+"""Above a first run, which installs code-server and Node.js 24 from npm (about two minutes
+here) and packages the extension; later runs take under a minute."""
+
+
+@pytest.mark.timeout(VSCODE_TIMEOUT + 30)
+def test_editor_vscode_times_ghost_text_shown_in_the_browser(tmp_path: Path) -> None:
+    """VS Code (code-server's workbench in Chromium) showed the model's line as ghost text for
+    every keystroke timed, each keystroke went upstream, and the page reached only loopback."""
+    from tests.editors.helpers import missing_editor
+
+    output = tmp_path / "editor_vscode.json"
+    done = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "editor_vscode.py"), "--tiny", "--output", str(output)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=VSCODE_TIMEOUT,
+        check=False,
+    )
+    if done.returncode == 3:  # editor_vscode.MISSING_STATUS: Chromium or the npm packages
+        missing_editor(f"VS Code's browser setup is incomplete: {done.stderr.strip()[-500:]}")
+    assert done.returncode == 0, f"editor_vscode exited {done.returncode}:\n{done.stderr[-4000:]}"
+    report = json.loads(output.read_text(encoding="utf-8"))
+    [run] = report["runs"].values()
+    assert run["keystrokes"] == len(run["samples"]) == 3
+    assert run["wrongSuggestions"] == 0
+    assert all(sample["ghostText"] == sample["expected"] != "" for sample in run["samples"])
+    assert all(sample["domMs"] > 0 for sample in run["samples"])
+    assert run["upstreamRequests"]["completion"] >= run["keystrokes"] + report["warmup"]
+    assert len(run["server"]) == run["keystrokes"]
+    assert run["outsideRequests"] == []

@@ -21,9 +21,13 @@
 ;; eglot: eglot talks to one server per buffer, so in the major modes
 ;; you choose lsp-spark REPLACES the language's usual server (no
 ;; diagnostics, go-to-definition, etc. from it there).  Add
-;; `lsp-spark-eglot-ensure' to those modes' hooks.  Suggestions arrive
-;; through `completion-at-point' as one candidate; refactorings through
-;; `eglot-code-actions'.
+;; `lsp-spark-eglot-ensure' to those modes' hooks.  eglot has no ghost
+;; text of its own, so `lsp-spark-inline-mode' (turned on by
+;; `lsp-spark-eglot-ensure') asks for `textDocument/inlineCompletion'
+;; through eglot's connection as you type and shows the answer after
+;; the cursor: TAB accepts it, M-f a word, C-e a line, M-n/M-p cycle,
+;; C-g dismisses.  The suggestion is also a `completion-at-point'
+;; candidate; refactorings come through `eglot-code-actions'.
 ;;
 ;; Both: `lsp-spark-stats' shows latency and cache figures,
 ;; `lsp-spark-edit-with-instruction' rewrites the region as instructed.
@@ -31,6 +35,7 @@
 ;;; Code:
 
 (require 'cl-lib)
+(require 'seq)
 (eval-when-compile (require 'subr-x))
 
 (defgroup lsp-spark nil
@@ -57,6 +62,10 @@ over the environment and the user's config.toml."
 
 (defcustom lsp-spark-lsp-inline-completion t
   "Whether to turn on `lsp-inline-completion-mode' where lsp-spark runs."
+  :type 'boolean)
+
+(defcustom lsp-spark-eglot-ghost-text t
+  "Whether `lsp-spark-eglot-ensure' turns on `lsp-spark-inline-mode'."
   :type 'boolean)
 
 (defcustom lsp-spark-edit-timeout 60
@@ -88,6 +97,12 @@ over the environment and the user's config.toml."
 (declare-function eglot--pos-to-lsp-position "eglot" (&optional pos))
 (declare-function eglot--signal-textDocument/didChange "eglot" ())
 (declare-function jsonrpc-request "jsonrpc" (connection method params &rest args))
+(declare-function jsonrpc-async-request "jsonrpc" (connection method params &rest args))
+(declare-function jsonrpc--async-request-1 "jsonrpc" (connection method params &rest args))
+(declare-function jsonrpc-notify "jsonrpc" (connection method params))
+(declare-function eglot-managed-p "eglot" ())
+(declare-function eglot--TextDocumentPositionParams "eglot" ())
+(declare-function eglot--range-region "eglot" (range &optional markers))
 
 (defun lsp-spark--settings-object ()
   "`lsp-spark-settings' as a JSON object; {} rather than null when empty."
@@ -183,9 +198,12 @@ plists) or a hash table (lsp-mode's default)."
 Meant for mode hooks, e.g. (add-hook \\='python-mode-hook
 #\\='lsp-spark-eglot-ensure).  eglot manages a buffer with one server
 only, so in these modes lsp-spark takes the place of the language's
-usual server."
+usual server.  Turns on `lsp-spark-inline-mode' for ghost text (see
+`lsp-spark-eglot-ghost-text')."
   (require 'eglot)
   (lsp-spark--eglot-setup major-mode)
+  (when lsp-spark-eglot-ghost-text
+    (lsp-spark-inline-mode 1))
   (eglot-ensure))
 
 (defun lsp-spark--eglot-server ()
@@ -194,6 +212,372 @@ usual server."
     (if (equal (plist-get (eglot--server-info server) :name) "lsp-spark")
         server
       (user-error "The eglot server of this buffer is not lsp-spark"))))
+
+;;;; eglot: ghost text
+
+(defface lsp-spark-ghost-text
+  ;; `shadow' is grey70 on dark backgrounds, hardly dimmer than code in
+  ;; most terminals' and themes' default foreground.
+  '((((class color) (min-colors 88) (background dark))
+     :inherit shadow :foreground "grey50")
+    (t :inherit shadow))
+  "Face of the suggestion shown after the cursor.")
+
+(defcustom lsp-spark-inline-idle-delay 0
+  "Seconds without typing before asking for ghost text.
+At 0, ask after every command that edits the buffer, once Emacs has
+handled the keys already typed (keys typed faster than that are
+asked about together)."
+  :type 'number)
+
+(defcustom lsp-spark-inline-shown-hook nil
+  "Hook run after a suggestion from the server is put on screen."
+  :type 'hook)
+
+(defvar lsp-spark-inline-active-map
+  (let ((map (make-sparse-keymap)))
+    (define-key map (kbd "TAB") #'lsp-spark-inline-accept)
+    (define-key map (kbd "<tab>") #'lsp-spark-inline-accept)
+    (define-key map (kbd "M-f") #'lsp-spark-inline-accept-word)
+    (define-key map (kbd "C-<right>") #'lsp-spark-inline-accept-word)
+    (define-key map (kbd "C-e") #'lsp-spark-inline-accept-line)
+    (define-key map (kbd "M-n") #'lsp-spark-inline-next)
+    (define-key map (kbd "M-p") #'lsp-spark-inline-previous)
+    (define-key map (kbd "C-g") #'lsp-spark-inline-dismiss)
+    map)
+  "Keys active while a suggestion is shown; every other key works as usual.")
+
+(defconst lsp-spark--inline-method :textDocument/inlineCompletion)
+(defconst lsp-spark--partial-accept-method :textDocument/didPartiallyAcceptCompletion)
+(defconst lsp-spark--trigger-invoked 1 "InlineCompletionTriggerKind.Invoked.")
+(defconst lsp-spark--trigger-automatic 2 "InlineCompletionTriggerKind.Automatic.")
+
+(defvar-local lsp-spark--inline-showing nil
+  "Non-nil while a suggestion is on screen.
+Then `lsp-spark-inline-active-map' is active.")
+
+(defvar lsp-spark--inline-map-alist
+  `((lsp-spark--inline-showing . ,lsp-spark-inline-active-map))
+  "The entry of `emulation-mode-map-alists' that activates the keys.
+Emulation maps come before minor modes' maps, so TAB accepts even
+where another mode binds it.")
+
+(defvar-local lsp-spark--inline-overlay nil "The overlay showing the suggestion.")
+(defvar-local lsp-spark--inline-items []
+  "The items of the last answer: a vector of (ITEM START . END).
+START and END are markers at the ends of the item's range, so that
+the range follows what is typed or accepted since: START stays before
+text inserted there, END after it.")
+(defvar-local lsp-spark--inline-index 0 "Which of `lsp-spark--inline-items' is shown.")
+(defvar-local lsp-spark--inline-text nil
+  "What accepting the shown item inserts at point.
+The item's text less what is typed already.")
+(defvar-local lsp-spark--inline-invoked nil
+  "Non-nil once the server was asked for alternatives to the shown suggestion.")
+(defvar-local lsp-spark--inline-generation 0
+  "Counts requests: an answer is used only if no newer request was made.")
+(defvar-local lsp-spark--inline-pending nil
+  "The id of the request in flight, to cancel when the user moves on.")
+(defvar-local lsp-spark--inline-timer nil "The idle timer of `lsp-spark-inline-idle-delay'.")
+(defvar-local lsp-spark--inline-tick nil
+  "`buffer-chars-modified-tick' before the current command: did it edit?")
+
+(defun lsp-spark--inline-server ()
+  "This buffer's eglot server when it is lsp-spark, else nil."
+  (when-let* ((server (and (fboundp 'eglot-managed-p) (eglot-managed-p)
+                           (eglot-current-server))))
+    (and (equal (plist-get (eglot--server-info server) :name) "lsp-spark") server)))
+
+(defun lsp-spark--inline-string (text)
+  "TEXT, an item's `insertText': a string or a StringValue (a snippet)."
+  (if (stringp text) text (or (plist-get text :value) "")))
+
+(defun lsp-spark--utf16-length (text)
+  "The length of TEXT in UTF-16 code units, as LSP counts."
+  (/ (length (encode-coding-string text 'utf-16le t)) 2))
+
+;;; Showing
+
+(defun lsp-spark--inline-entry (item)
+  "ITEM with markers at its range, converted by eglot from the server's
+position encoding (the cursor when it has no range)."
+  (pcase-let ((`(,start . ,end)
+               (if-let* ((range (plist-get item :range)))
+                   (eglot--range-region range t)
+                 (cons (point-marker) (point-marker)))))
+    (set-marker-insertion-type end t)
+    (cons item (cons start end))))
+
+(defun lsp-spark--inline-render (end)
+  "Show `lsp-spark--inline-text' at point in place of the text up to END."
+  (when lsp-spark--inline-overlay (delete-overlay lsp-spark--inline-overlay))
+  (let ((overlay (make-overlay (point) end nil nil t))
+        (ghost (propertize lsp-spark--inline-text 'face 'lsp-spark-ghost-text)))
+    ;; The cursor stays at its place, before the ghost text, not after it.
+    (put-text-property 0 1 'cursor t ghost)
+    (overlay-put overlay 'priority 1000)
+    ;; The text the item replaces (an auto-inserted `)') is hidden behind
+    ;; the ghost text, which ends with it, rather than shown twice.
+    (overlay-put overlay (if (= end (point)) 'after-string 'display) ghost)
+    (setq lsp-spark--inline-overlay overlay
+          lsp-spark--inline-showing t)))
+
+(defun lsp-spark--inline-show (index)
+  "Show item INDEX of `lsp-spark--inline-items'; nil if it has nothing to add here.
+Point must be in the item's range, and what is typed from the range's
+start to point must begin the item's text: the rest is shown, in
+place of the rest of the range."
+  (pcase-let* ((`(,item ,start . ,end) (aref lsp-spark--inline-items index))
+               (text (lsp-spark--inline-string (plist-get item :insertText)))
+               (typed (and (<= start (point) end)
+                           (buffer-substring-no-properties start (point)))))
+    (when (and typed (string-prefix-p typed text)
+               (> (length text) (length typed)))
+      (setq lsp-spark--inline-index index
+            lsp-spark--inline-text (substring text (length typed)))
+      (lsp-spark--inline-render (marker-position end))
+      t)))
+
+(defun lsp-spark--inline-forget-items ()
+  "Drop the items and their markers."
+  (seq-doseq (entry lsp-spark--inline-items)
+    (set-marker (cadr entry) nil)
+    (set-marker (cddr entry) nil))
+  (setq lsp-spark--inline-items [] lsp-spark--inline-index 0))
+
+(defun lsp-spark--inline-clear ()
+  "Take the suggestion off the screen and forget it."
+  (when lsp-spark--inline-overlay
+    (delete-overlay lsp-spark--inline-overlay))
+  (lsp-spark--inline-forget-items)
+  (setq lsp-spark--inline-overlay nil
+        lsp-spark--inline-showing nil
+        lsp-spark--inline-text nil
+        lsp-spark--inline-invoked nil))
+
+;;; Asking
+
+(defun lsp-spark--inline-cancel ()
+  "Tell the server the request in flight is no longer wanted.
+Only when the user moved on without typing: a keystroke's own request
+supersedes (or, typing through the suggestion, rides on) the older
+one in the server, so its answer is merely ignored."
+  (when-let* ((id lsp-spark--inline-pending)
+              (server (lsp-spark--inline-server)))
+    (jsonrpc-notify server :$/cancelRequest (list :id id)))
+  (setq lsp-spark--inline-pending nil)
+  (cl-incf lsp-spark--inline-generation))
+
+(defun lsp-spark--inline-request (trigger-kind on-items)
+  "Ask lsp-spark for ghost text at point; call ON-ITEMS with the items.
+TRIGGER-KIND is the LSP InlineCompletionTriggerKind.  ON-ITEMS runs
+in this buffer with a list of entries (see `lsp-spark--inline-items'),
+and only if nothing was typed nor moved and no newer request was made
+since."
+  (when-let* ((server (lsp-spark--inline-server)))
+    ;; eglot sends its changes after an idle delay, and holds deferred
+    ;; requests until they are sent: send them now, the request goes at once.
+    (eglot--signal-textDocument/didChange)
+    (let* ((buffer (current-buffer))
+           (generation (cl-incf lsp-spark--inline-generation))
+           (tick (buffer-chars-modified-tick))
+           (position (point)))
+      (setq lsp-spark--inline-pending
+            ;; `jsonrpc-async-request' returns the request's id only in
+            ;; newer jsonrpc versions; the function behind it does in all.
+            (car (jsonrpc--async-request-1
+                  server lsp-spark--inline-method
+                  (append (eglot--TextDocumentPositionParams)
+                          (list :context (list :triggerKind trigger-kind)))
+                  :deferred lsp-spark--inline-method
+                  :success-fn
+                  (lambda (answer)
+                    (when (buffer-live-p buffer)
+                      (with-current-buffer buffer
+                        (when (and (= generation lsp-spark--inline-generation)
+                                   (= tick (buffer-chars-modified-tick))
+                                   (= position (point)))
+                          (setq lsp-spark--inline-pending nil)
+                          (funcall on-items
+                                   (mapcar #'lsp-spark--inline-entry
+                                           (if (vectorp answer) answer
+                                             (plist-get answer :items))))))))
+                  :error-fn #'ignore
+                  :timeout-fn #'ignore))))))
+
+(defun lsp-spark--inline-show-first (entries)
+  "Show the first of ENTRIES that has something to add at point."
+  (lsp-spark--inline-clear)
+  (setq lsp-spark--inline-items (vconcat entries))
+  (if (cl-loop for index below (length entries)
+               thereis (lsp-spark--inline-show index))
+      (run-hooks 'lsp-spark-inline-shown-hook)
+    (lsp-spark--inline-forget-items)))
+
+(defun lsp-spark-inline-complete ()
+  "Ask lsp-spark for ghost text at point now."
+  (interactive)
+  (lsp-spark--inline-request lsp-spark--trigger-invoked #'lsp-spark--inline-show-first))
+
+(defun lsp-spark--inline-ask ()
+  "Ask for ghost text after an edit (the automatic trigger)."
+  (when lsp-spark--inline-timer
+    (cancel-timer lsp-spark--inline-timer)
+    (setq lsp-spark--inline-timer nil))
+  (if (> lsp-spark-inline-idle-delay 0)
+      (setq lsp-spark--inline-timer
+            (run-with-idle-timer
+             lsp-spark-inline-idle-delay nil
+             (let ((buffer (current-buffer)))
+               (lambda ()
+                 (when (eq buffer (current-buffer))
+                   (setq lsp-spark--inline-timer nil)
+                   (lsp-spark--inline-request lsp-spark--trigger-automatic
+                                              #'lsp-spark--inline-show-first))))))
+    (lsp-spark--inline-request lsp-spark--trigger-automatic
+                               #'lsp-spark--inline-show-first)))
+
+;;; Accepting
+
+(defun lsp-spark--inline-take (count)
+  "Insert the first COUNT characters of the suggestion; nil if none is shown.
+All of it: the text the item replaces goes, the item's command runs
+and the next suggestion is asked for.  Part of it: the server is told
+with `textDocument/didPartiallyAcceptCompletion' and the rest stays."
+  (when lsp-spark--inline-showing
+    (pcase-let* ((server (lsp-spark--inline-server))
+                 (`(,item ,start . ,end) (aref lsp-spark--inline-items lsp-spark--inline-index))
+                 (text lsp-spark--inline-text))
+      (if (< count (length text))
+          (progn
+            (insert (substring text 0 count))
+            (lsp-spark--inline-show lsp-spark--inline-index)
+            (when server
+              (jsonrpc-notify server lsp-spark--partial-accept-method
+                              (list :item item
+                                    :acceptedLength (lsp-spark--utf16-length
+                                                     (buffer-substring-no-properties
+                                                      start (point)))))))
+        (delete-region (point) (max (point) end))
+        (lsp-spark--inline-clear)
+        (insert text)
+        (when-let* ((command (and server (plist-get item :command))))
+          (jsonrpc-async-request server :workspace/executeCommand
+                                 (list :command (plist-get command :command)
+                                       :arguments (or (plist-get command :arguments) []))
+                                 :success-fn #'ignore :error-fn #'ignore
+                                 :timeout-fn #'ignore))
+        (lsp-spark--inline-ask))
+      t)))
+
+(defun lsp-spark-inline-accept ()
+  "Insert the whole suggestion."
+  (interactive)
+  (lsp-spark--inline-take (length lsp-spark--inline-text)))
+
+(defun lsp-spark-inline-accept-word ()
+  "Insert the suggestion's next word (with the blanks before it)."
+  (interactive)
+  (let ((text lsp-spark--inline-text))
+    (lsp-spark--inline-take
+     (if (string-match "\\`[ \t\n]*\\(?:\\(?:\\sw\\|\\s_\\)+\\|[^ \t\n]\\)" text)
+         (match-end 0)
+       (length text)))))
+
+(defun lsp-spark-inline-accept-line ()
+  "Insert the suggestion up to the end of its first line that is not blank."
+  (interactive)
+  (let ((text lsp-spark--inline-text))
+    (lsp-spark--inline-take
+     (if (string-match "\\`[ \t\n]*[^\n]*" text) (match-end 0) (length text)))))
+
+(defun lsp-spark--inline-step (step)
+  "Show the item STEP places from the shown one, or say there is none."
+  (let ((count (length lsp-spark--inline-items)))
+    (if (and (> count 1)
+             (cl-loop for offset from 1 below count
+                      thereis (lsp-spark--inline-show
+                               (mod (+ lsp-spark--inline-index (* step offset)) count))))
+        (message "lsp-spark: suggestion %d of %d" (1+ lsp-spark--inline-index) count)
+      (message "lsp-spark: no other suggestion"))))
+
+(defun lsp-spark--inline-cycle (step)
+  "Show the suggestion STEP places away, asking the server for alternatives first."
+  (when lsp-spark--inline-showing
+    (if lsp-spark--inline-invoked
+        (lsp-spark--inline-step step)
+      (lsp-spark--inline-request
+       lsp-spark--trigger-invoked
+       (lambda (entries)
+         (setq lsp-spark--inline-invoked t)
+         (dolist (entry entries)
+           (if (cl-find (lsp-spark--inline-string (plist-get (car entry) :insertText))
+                        lsp-spark--inline-items
+                        :key (lambda (known)
+                               (lsp-spark--inline-string (plist-get (car known) :insertText)))
+                        :test #'equal)
+               (progn (set-marker (cadr entry) nil) (set-marker (cddr entry) nil))
+             (setq lsp-spark--inline-items
+                   (vconcat lsp-spark--inline-items (list entry)))))
+         (lsp-spark--inline-step step))))))
+
+(defun lsp-spark-inline-next ()
+  "Show the next suggestion."
+  (interactive)
+  (lsp-spark--inline-cycle 1))
+
+(defun lsp-spark-inline-previous ()
+  "Show the previous suggestion."
+  (interactive)
+  (lsp-spark--inline-cycle -1))
+
+(defun lsp-spark-inline-dismiss ()
+  "Take the suggestion away (and stop the request in flight)."
+  (interactive)
+  (lsp-spark--inline-cancel)
+  (lsp-spark--inline-clear))
+
+(dolist (command '(lsp-spark-inline-accept lsp-spark-inline-accept-word
+                   lsp-spark-inline-accept-line lsp-spark-inline-next
+                   lsp-spark-inline-previous lsp-spark-inline-dismiss
+                   lsp-spark-inline-complete))
+  (put command 'lsp-spark-inline t))
+
+;;; Following the user's commands
+
+(defun lsp-spark--inline-pre-command ()
+  "Note the buffer's state before a command, to tell whether it edited."
+  (setq lsp-spark--inline-tick (buffer-chars-modified-tick)))
+
+(defun lsp-spark--inline-post-command ()
+  "Follow the command just run: keep, shorten or clear the suggestion; ask again.
+Typing the suggestion's next characters (or deleting them again)
+keeps the rest on screen until the server's answer for the new text
+arrives; any other command that is not one of ours clears it."
+  (unless (and (symbolp this-command) (get this-command 'lsp-spark-inline))
+    (let ((edited (and lsp-spark--inline-tick
+                       (/= lsp-spark--inline-tick (buffer-chars-modified-tick)))))
+      (unless (and edited lsp-spark--inline-showing
+                   (lsp-spark--inline-show lsp-spark--inline-index))
+        (lsp-spark--inline-clear))
+      (cond (edited (unless (input-pending-p) (lsp-spark--inline-ask)))
+            (lsp-spark--inline-pending (lsp-spark--inline-cancel))))))
+
+;;;###autoload
+(define-minor-mode lsp-spark-inline-mode
+  "Show lsp-spark's suggestions after the cursor as you type (eglot).
+While one shows, `lsp-spark-inline-active-map' is active:
+\\{lsp-spark-inline-active-map}"
+  :lighter nil
+  (lsp-spark--inline-clear)
+  (if lsp-spark-inline-mode
+      (progn
+        (add-to-list 'emulation-mode-map-alists 'lsp-spark--inline-map-alist)
+        (add-hook 'pre-command-hook #'lsp-spark--inline-pre-command nil t)
+        (add-hook 'post-command-hook #'lsp-spark--inline-post-command nil t))
+    (lsp-spark--inline-cancel)
+    (remove-hook 'pre-command-hook #'lsp-spark--inline-pre-command t)
+    (remove-hook 'post-command-hook #'lsp-spark--inline-post-command t)))
 
 ;;;; Commands
 

@@ -9,7 +9,7 @@ from typing import NoReturn
 
 import pytest
 
-from lsp_spark.testing import isolated_environment
+from lsp_spark.testing import editor_environment
 
 REQUIRE_EDITORS = "LSP_SPARK_REQUIRE_EDITORS"
 TEST_KEY = "test-key-not-a-secret"
@@ -34,16 +34,7 @@ def editor_binary(name: str, path: str | None = None) -> str:
 def spark_environment(home: Path, base_url: str) -> dict[str, str]:
     """The environment an editor (and the server it starts) runs in: none of the user's
     settings or files, the loopback Cerebras server, no debounce and no prefetch."""
-    for name in ("config", "data", "state", "cache"):
-        (home / name).mkdir(parents=True, exist_ok=True)
-    return isolated_environment(str(home / "config")) | {
-        "HOME": str(home),
-        "XDG_DATA_HOME": str(home / "data"),
-        "XDG_STATE_HOME": str(home / "state"),
-        "XDG_CACHE_HOME": str(home / "cache"),
-        "CEREBRAS_API_KEY": TEST_KEY,
-        "CEREBRAS_BASE_URL": base_url,
-        "LSP_SPARK_BACKEND": "cerebras",
+    return editor_environment(home, base_url, TEST_KEY) | {
         "LSP_SPARK_DEBOUNCE_MS": "0",
         "LSP_SPARK_PREFETCH": "false",
     }

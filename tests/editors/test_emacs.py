@@ -1,33 +1,49 @@
-"""Headless Emacs with editors/emacs/lsp-spark.el drives the real server through eglot.
+"""Emacs with editors/emacs/lsp-spark.el drives the real server through eglot.
 
-lsp-mode is not tested here: it is not packaged for Debian and MELPA is out of reach, so
-only the eglot half of lsp-spark.el runs; the lsp-mode half is only byte-compiled."""
+Ghost text is tested as a person sees it: `emacs -nw` runs in a terminal (tmux), keys are
+typed into it, and the tests read what the overlays at the cursor show, the buffer after
+accepting, the echo area, the terminal screen itself, and the server's counters. The
+`completion-at-point` path, the settings and the edit command run in `emacs --batch`.
+
+lsp-mode's ghost text runs only on request (LSP_SPARK_LSP_MODE_DIR): Debian 12 packages
+lsp-mode 8.0.0, which has no inline completion, and no other registry reachable here has
+a newer one for it; otherwise the lsp-mode half of lsp-spark.el is only byte-compiled."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from lsp_spark.prompts.chat import HOLE
 from lsp_spark.testing.cerebras_server import CerebrasTestServer
-from tests.editors.helpers import editor_binary, missing_editor, spark_environment
+from tests.editors.helpers import TEST_KEY, editor_binary, missing_editor, spark_environment
+from tests.editors.terminal import TerminalScreen
 
 PACKAGE = Path(__file__).resolve().parents[2] / "editors" / "emacs"
 EMACS_TIMEOUT = 60
+WAIT = 20
+"""Seconds to wait for something to appear on a busy machine (a bound, not a pace)."""
 MODEL = "qwen-3.8-27b"
 NEXT_MODEL = "gpt-oss-120b"
 FIXTURE = "def add(a, b):\n    \n\nprint(add(1, 2))\n"
 COMPLETED = "def add(a, b):\n    return a + b\n\nprint(add(1, 2))\n"
 EDIT_COMMAND = "lspSpark.editWithInstruction"
 INSTRUCTION = "multiply instead of adding"
+SCREENSHOTS = "LSP_SPARK_SCREENSHOTS"
+LSP_MODE_DIR = "LSP_SPARK_LSP_MODE_DIR"
 
 # Debian installs ELPA packages such as elpa-eglot under /usr/share/emacs/site-lisp/elpa,
 # which its site-start (skipped by -Q) adds to `package-directory-list'; an empty user
@@ -145,6 +161,97 @@ EDIT_SESSION = """
   (eglot-shutdown (eglot-current-server)))
 """
 
+# `emacs -nw' in a terminal, as a person starts it, plus a server socket through which the
+# test opens files and reads what Emacs shows (`emacsclient --eval' runs between commands
+# and is not a command itself, so it neither triggers nor clears ghost text).
+TERMINAL_SESSION = """;;; -*- lexical-binding: t; -*-
+(require 'json)
+(require 'lsp-spark)
+(setq lsp-spark-command
+      (list (getenv "LSP_SPARK_TEST_PYTHON") "-m" "lsp_spark" "serve"))
+(setq lsp-spark-settings (list :model (getenv "LSP_SPARK_TEST_MODEL")))
+;; Typing `(' inserts `()', as in most people's editors.
+(electric-pair-mode 1)
+
+(defun test-open (file line)
+  "Show FILE with the cursor at the end of LINE (0-based), as `C-x C-f' would."
+  (switch-to-buffer (find-file-noselect file))
+  (goto-char (point-min))
+  (forward-line line)
+  (end-of-line)
+  (run-hooks 'post-command-hook)  ; eglot connects once a command has run
+  nil)
+
+(defun test-shown-at-point ()
+  "The text overlays show at point in place of, or next to, the buffer's text."
+  (let ((shown ""))
+    (dolist (overlay (overlays-in (point) (min (point-max) (1+ (point)))))
+      (when (= (overlay-start overlay) (point))
+        (dolist (property '(before-string display after-string))
+          (let ((value (overlay-get overlay property)))
+            (when (stringp value) (setq shown (concat shown value)))))))
+    shown))
+
+(defun test-encode (object)
+  "OBJECT as JSON in base64, which emacsclient prints unharmed."
+  (base64-encode-string (encode-coding-string (json-encode object) 'utf-8) t))
+
+(defun test-state ()
+  (with-current-buffer (window-buffer (selected-window))
+    (let ((shown (test-shown-at-point)))
+      (test-encode
+       (list :file (or buffer-file-name "")
+             :connected (if (test-connected) t :json-false)
+             :ghost shown
+             :face (if (string-empty-p shown) ""
+                     (format "%s" (get-text-property 0 'face shown)))
+             :buffer (buffer-substring-no-properties (point-min) (point-max))
+             :line (buffer-substring-no-properties (line-beginning-position)
+                                                   (line-end-position))
+             :column (- (point) (line-beginning-position))
+             :message (or (current-message) ""))))))
+
+(defun test-stats ()
+  (with-current-buffer (window-buffer (selected-window))
+    (test-encode (lsp-spark--request (lsp-spark--client) "lspSpark/stats" nil 10))))
+"""
+
+EGLOT_SESSION = """
+(add-hook 'python-mode-hook #'lsp-spark-eglot-ensure)
+
+(defun test-connected ()
+  (lsp-spark--inline-server))
+"""
+
+# lsp-mode from a folder of unpacked ELPA packages (lsp-mode and what it requires), with
+# TAB accepting as the README shows; lsp-spark alone serves Python here.
+LSP_MODE_SESSION = r"""
+(dolist (package (directory-files (getenv "LSP_SPARK_LSP_MODE_DIR") t "\\`[^.]"))
+  (when (file-directory-p package)
+    (add-to-list 'load-path package)
+    (dolist (autoloads (directory-files package t "-autoloads\\.el\\'"))
+      (load autoloads nil t))))
+(setq lsp-auto-guess-root t
+      lsp-session-file (expand-file-name "lsp-session" (getenv "HOME"))
+      lsp-inline-completion-idle-delay 0.1)
+(require 'lsp-mode)
+(require 'lsp-inline-completion)
+(define-key lsp-inline-completion-active-map (kbd "TAB") #'lsp-inline-completion-accept)
+(add-hook 'python-mode-hook #'lsp)
+
+(defun test-connected ()
+  (when-let* ((workspace (lsp-spark--lsp-workspace)))
+    (and (eq (lsp--workspace-status workspace) 'initialized)
+         (bound-and-true-p lsp-inline-completion-mode))))
+"""
+
+# Last: the socket appears once everything before it is defined.
+SERVER_SOCKET = """
+(require 'server)
+(setq server-socket-dir (getenv "LSP_SPARK_TEST_SOCKETS") server-name "test")
+(server-start)
+"""
+
 
 def emacs_batch(
     tmp_path: Path, *args: str, env: dict[str, str] | None = None
@@ -187,6 +294,15 @@ def answered_once_missed(marker: Path, reply: str) -> Callable[[Any], str]:
     return answer
 
 
+def session_environment(tmp_path: Path, server: CerebrasTestServer) -> dict[str, str]:
+    """What Emacs and the server it starts run with: the loopback server, the model."""
+    return spark_environment(tmp_path / "home", server.base_url) | {
+        "LSP_SPARK_TEST_PYTHON": sys.executable,
+        "LSP_SPARK_TEST_MODEL": MODEL,
+        "LSP_SPARK_TEST_ELPA": str(tmp_path / "elpa"),
+    }
+
+
 def run_emacs(
     tmp_path: Path, server: CerebrasTestServer, session: str, fixture: str
 ) -> dict[str, Any]:
@@ -197,11 +313,9 @@ def run_emacs(
     script = tmp_path / "session.el"
     script.write_text(HELPERS + session + RUN)
     result = tmp_path / "result.json"
-    env = spark_environment(tmp_path / "home", server.base_url) | {
-        "LSP_SPARK_TEST_PYTHON": sys.executable,
-        "LSP_SPARK_TEST_MODEL": MODEL,
-        "LSP_SPARK_TEST_NEXT_MODEL": NEXT_MODEL,
+    env = session_environment(tmp_path, server) | {
         "LSP_SPARK_TEST_FIXTURE": str(source),
+        "LSP_SPARK_TEST_NEXT_MODEL": NEXT_MODEL,
         "LSP_SPARK_TEST_RESULT": str(result),
         "LSP_SPARK_TEST_INSTRUCTION": INSTRUCTION,
         "LSP_SPARK_TEST_MISSED": str(missed_marker(tmp_path)),
@@ -212,6 +326,265 @@ def run_emacs(
     assert "error" not in recorded, f"{recorded['error']}\n{run.stderr}"
     assert run.returncode == 0, run.stderr
     return recorded
+
+
+class Oracle:
+    """A model that knows the finished files: it answers each prompt with what follows the
+    text before the cursor in the file the prompt names (the rest of the line, or of the
+    file when a block is asked for), whichever keystroke's request reaches it."""
+
+    def __init__(self) -> None:
+        self.targets: dict[str, str] = {}
+
+    def __call__(self, body: Any) -> str:
+        content = str(body["messages"][-1]["content"])
+        header, _ = content.split("\n", 1)
+        target = next(
+            (text for name, text in self.targets.items() if header.startswith(f"File: {name} ")),
+            "",
+        )
+        before, after = content.split(HOLE, 1)
+        # The longest run of whole lines before the cursor that the target holds: the
+        # prompt's header and related code come first and are not in it.
+        lines = before.split("\n")
+        for first in range(len(lines)):
+            typed = "\n".join(lines[first:])
+            if typed and (found := target.find(typed)) >= 0:
+                rest = target[found + len(typed) :]
+                if "Complete the current line only." in after:
+                    return rest.split("\n", 1)[0]
+                return rest.rstrip("\n")
+        return ""
+
+
+class EmacsInTerminal:
+    """`emacs -nw` on a terminal screen: keys go in through tmux; what it shows comes back
+    through emacsclient (overlays at the cursor, buffer, echo area) and the screen itself."""
+
+    def __init__(
+        self, screen: TerminalScreen, socket: Path, directory: Path, oracle: Oracle
+    ) -> None:
+        self.screen = screen
+        self.socket = socket
+        self.directory = directory
+        self.oracle = oracle
+        self.emacsclient = editor_binary("emacsclient")
+
+    def eval(self, expression: str) -> str:
+        run = subprocess.run(
+            [self.emacsclient, "-s", str(self.socket), "--eval", expression],
+            capture_output=True,
+            text=True,
+            timeout=WAIT,
+        )
+        assert run.returncode == 0, f"emacsclient {expression}: {run.stderr}\n{self.screen.text()}"
+        return run.stdout.strip()
+
+    def decoded(self, expression: str) -> Any:
+        return json.loads(base64.b64decode(self.eval(expression).strip('"')).decode())
+
+    def open(self, name: str, text: str, target: str, line: int) -> None:
+        """Edit a new file `name` holding `text`, the cursor at the end of `line` (0-based),
+        once lsp-spark manages it; the model completes it towards `target`."""
+        path = self.directory / name
+        path.write_text(text)
+        self.oracle.targets[name] = target
+        self.eval(f"(test-open {json.dumps(str(path))} {line})")
+        self.wait(
+            f"lsp-spark managing {name}",
+            lambda state: state["file"] == str(path) and state["connected"] is True,
+        )
+
+    def state(self) -> dict[str, Any]:
+        state: dict[str, Any] = self.decoded("(test-state)")
+        return state
+
+    def stats(self) -> dict[str, Any]:
+        stats: dict[str, Any] = self.decoded("(test-stats)")
+        return stats
+
+    def wait(self, what: str, predicate: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+        """Poll what Emacs shows (bounded in time and count) until `predicate` holds."""
+        deadline = time.monotonic() + WAIT
+        state: dict[str, Any] = {}
+        for _ in range(WAIT * 20):
+            state = self.state()
+            if predicate(state):
+                return state
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        raise AssertionError(f"Emacs never showed {what}; last state: {state}")
+
+    def wait_for_stats(self, what: str, predicate: Callable[[dict[str, Any]], bool]) -> None:
+        deadline = time.monotonic() + WAIT
+        stats: dict[str, Any] = {}
+        for _ in range(WAIT * 10):
+            stats = self.stats()
+            if predicate(stats):
+                return
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        raise AssertionError(f"the server never counted {what}; last stats: {stats}")
+
+    def type(self, text: str) -> None:
+        self.screen.send_keys(text, literal=True)
+
+    def press(self, *keys: str) -> None:
+        self.screen.send_keys(*keys)
+
+
+@contextmanager
+def emacs_in_terminal(
+    tmp_path: Path, client: str, extra_env: dict[str, str] | None = None
+) -> Iterator[EmacsInTerminal]:
+    """`emacs -nw` set up with lsp-spark through `client` (the session's Lisp), its
+    loopback model answering from the files the tests open."""
+    require_eglot(tmp_path)
+    init = tmp_path / "session.el"
+    init.write_text(TERMINAL_SESSION + client + SERVER_SOCKET)
+    # A socket's path must stay short (108 bytes), and pytest's directories are long.
+    sockets = Path(tempfile.mkdtemp(prefix="lsp-spark-emacs-"))
+    command = [editor_binary("emacs"), "-nw", "-Q", "--eval", f"(progn {PACKAGES})"]
+    command += ["-L", str(PACKAGE), "-l", str(init)]
+    oracle = Oracle()
+    try:
+        with CerebrasTestServer(api_key=TEST_KEY, models=[MODEL], reply_fn=oracle) as server:
+            env = session_environment(tmp_path, server) | {
+                "LSP_SPARK_TEST_SOCKETS": str(sockets),
+                "LANG": "C.UTF-8",
+                **(extra_env or {}),
+            }
+            with TerminalScreen(command, env=env, cwd=tmp_path, width=80, height=16) as screen:
+                session = EmacsInTerminal(screen, sockets / "test", tmp_path, oracle)
+                screen.wait_for(lambda _: session.socket.exists(), WAIT, "Emacs' server socket")
+                yield session
+    finally:
+        shutil.rmtree(sockets, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def emacs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmacsInTerminal]:
+    """One `emacs -nw` with lsp-spark through eglot for the ghost text tests, each of which
+    opens its own file (the server and its counters are shared: tests compare counts)."""
+    with emacs_in_terminal(tmp_path_factory.mktemp("emacs"), EGLOT_SESSION) as session:
+        yield session
+
+
+def screenshot_path(tmp_path: Path, name: str) -> Path:
+    """Where a test saves its picture of the screen: LSP_SPARK_SCREENSHOTS, else tmp_path."""
+    return Path(os.environ.get(SCREENSHOTS) or tmp_path) / name
+
+
+def test_ghost_text_follows_typing_and_tab_accepts_it(emacs: EmacsInTerminal) -> None:
+    """Typing shows the rest of the line after the cursor, typing it through shortens it;
+    M-n asks for alternatives and says there are none; C-g takes it away; TAB inserts it,
+    and the item's command tells the server (its accepted count)."""
+    emacs.open("add.py", FIXTURE, COMPLETED, line=1)
+    accepted_before = emacs.stats()["accepted"]
+    emacs.type("r")
+    shown = emacs.wait("the ghost text", lambda state: state["ghost"] == "eturn a + b")
+    assert shown["face"] == "lsp-spark-ghost-text"
+    assert shown["line"] == "    r"
+    emacs.type("e")
+    emacs.wait("the ghost text typed through", lambda state: state["ghost"] == "turn a + b")
+
+    emacs.press("M-n")
+    cycled = emacs.wait(
+        "the answer to M-n", lambda state: "no other suggestion" in state["message"]
+    )
+    assert cycled["ghost"] == "turn a + b"
+
+    emacs.press("C-g")
+    dismissed = emacs.wait("the ghost text dismissed", lambda state: state["ghost"] == "")
+    assert dismissed["line"] == "    re"
+
+    emacs.type("t")
+    emacs.wait("the ghost text again", lambda state: state["ghost"] == "urn a + b")
+    emacs.press("Tab")
+    accepted = emacs.wait("the accepted line", lambda state: state["buffer"] == COMPLETED)
+    assert accepted["ghost"] == ""
+    assert accepted["column"] == len("    return a + b")
+    emacs.wait_for_stats("the accept", lambda stats: stats["accepted"] == accepted_before + 1)
+
+
+def test_multi_line_ghost_text_on_screen_and_partial_accepts(
+    emacs: EmacsInTerminal, tmp_path: Path
+) -> None:
+    """Enter opens the function's body and its suggestion shows on the terminal screen,
+    every line of it; M-f takes a word, C-e a line, TAB the rest, and the server counts the
+    partial accepts (didPartiallyAcceptCompletion) and the whole one."""
+    target = (
+        "def clamp(value, low, high):\n"
+        "    if value < low:\n"
+        "        return low\n"
+        "    return min(value, high)\n"
+    )
+    rest = "if value < low:\n        return low\n    return min(value, high)"
+    emacs.open("clamp.py", "def clamp(value, low, high):\n", target, line=0)
+    before = emacs.stats()
+    emacs.press("Enter")  # a new line, indented into the function's body
+    emacs.wait("the block's ghost text", lambda state: state["ghost"] == rest)
+    emacs.screen.wait_for(
+        lambda text: target.rstrip("\n") in text, WAIT, "the ghost text's three lines"
+    )
+    emacs.screen.save_svg(screenshot_path(tmp_path, "emacs.svg"), "lsp-spark in Emacs (eglot)")
+
+    emacs.press("M-f")
+    word = emacs.wait("one word accepted", lambda state: state["line"] == "    if")
+    assert word["ghost"] == rest.removeprefix("if")
+    emacs.press("C-e")
+    line = emacs.wait("the line accepted", lambda state: state["line"] == "    if value < low:")
+    assert line["ghost"] == "\n        return low\n    return min(value, high)"
+    emacs.press("Tab")
+    emacs.wait("the block accepted", lambda state: state["buffer"] == target)
+    emacs.wait_for_stats(
+        "two partial accepts and one whole",
+        lambda stats: (
+            stats["partiallyAccepted"] == before["partiallyAccepted"] + 2
+            and stats["accepted"] == before["accepted"] + 1
+        ),
+    )
+
+
+def test_ghost_text_replaces_the_auto_inserted_paren_after_an_emoji(
+    emacs: EmacsInTerminal,
+) -> None:
+    """Typing `greet(' makes electric-pair-mode insert `)'; the item's range covers it
+    (in UTF-16 columns, counted after an emoji that takes two), the ghost text shows in its
+    place, and accepting leaves one `)'."""
+    target = 'def greet(name):\n    return "hi " + name\n\n\nlabel = "😀 " + greet("world")\n'
+    fixture = 'def greet(name):\n    return "hi " + name\n\n\nlabel = "😀 " + \n'
+    emacs.open("greet.py", fixture, target, line=4)
+    emacs.type("greet(")
+    shown = emacs.wait("the ghost text", lambda state: state["ghost"] == '"world")')
+    assert shown["line"] == 'label = "😀 " + greet()'
+    emacs.press("Tab")
+    emacs.wait("the accepted call", lambda state: state["buffer"] == target)
+
+
+def test_lsp_mode_shows_ghost_text_on_screen_and_tab_accepts_it(tmp_path: Path) -> None:
+    """lsp-mode's own inline completion shows lsp-spark's suggestion (read off the screen:
+    lsp-mode draws it over the character before the cursor) and accepts it with the item's
+    command. Opt-in: lsp-mode 9.0.1+ is not packaged for Debian 12 (8.0.0; Debian 13 has
+    9.0.0, also without inline completion; only unstable has 10.0.0), so this runs when
+    LSP_SPARK_LSP_MODE_DIR names a folder of unpacked ELPA packages: lsp-mode and dash, f,
+    ht, lv, markdown-mode, spinner."""
+    packages = os.environ.get(LSP_MODE_DIR)
+    if not packages:
+        pytest.skip(f"lsp-mode 9.0.1+ is not packaged for Debian 12; set {LSP_MODE_DIR}")
+    with emacs_in_terminal(tmp_path, LSP_MODE_SESSION, {LSP_MODE_DIR: packages}) as emacs:
+        emacs.open("add.py", FIXTURE, COMPLETED, line=1)
+        accepted_before = emacs.stats()["accepted"]
+        emacs.type("r")
+        emacs.screen.wait_for(
+            lambda text: "\n    return a + b\n" in text, WAIT, "lsp-mode's ghost text"
+        )
+        assert emacs.state()["line"] == "    r"
+        emacs.press("Tab")
+        emacs.wait("the accepted line", lambda state: state["buffer"] == COMPLETED)
+        emacs.wait_for_stats("the accept", lambda stats: stats["accepted"] == accepted_before + 1)
 
 
 @pytest.mark.parametrize("slow", [False, True], ids=["fast-model", "slow-model"])

@@ -1,29 +1,25 @@
--- lsp-spark for Neovim: ghost text through the built-in inline completion (0.12+),
--- completion items everywhere else (0.7+), plus :LspSparkStats and :LspSparkEdit.
+-- lsp-spark for Neovim: ghost text (the built-in inline completion on 0.12+, the plugin's
+-- own extmarks on 0.7 to 0.11, see ghost.lua), completion items, :LspSparkStats and
+-- :LspSparkEdit.
+local util = require("lsp_spark.util")
+
 local M = {}
 
 local NAME = "lsp_spark"
 local STATS_METHOD = "lspSpark/stats"
 local EDIT_COMMAND = "lspSpark.editWithInstruction"
 
-local DEFAULT_KEYS = { accept = "<Tab>", next = "<M-]>", prev = "<M-[>", dismiss = "<C-]>" }
+local DEFAULT_KEYS = {
+  accept = "<Tab>",
+  accept_word = "<M-Right>",
+  accept_line = "<M-C-Right>",
+  next = "<M-]>",
+  prev = "<M-[>",
+  dismiss = "<C-]>",
+}
 local DEFAULT_ROOT_MARKERS = { ".git", ".hg", ".svn" }
 
-local function has(version)
-  return vim.fn.has("nvim-" .. version) == 1
-end
-
-local function notify(message, level)
-  vim.notify("lsp-spark: " .. message, level or vim.log.levels.INFO)
-end
-
--- JSON null may arrive as vim.NIL depending on the version.
-local function present(value)
-  if value == nil or value == vim.NIL then
-    return nil
-  end
-  return value
-end
+local has, notify, present = util.has, util.notify, util.present
 
 local function resolve_options(opts)
   opts = opts or {}
@@ -110,47 +106,7 @@ function M.client(bufnr)
   return nil
 end
 
--- client:request on 0.11+ (the dotted form is deprecated there), client.request before.
-local function request(client, method, params, handler, bufnr)
-  if has("0.11") then
-    return client:request(method, params, handler, bufnr)
-  end
-  return client.request(method, params, handler, bufnr)
-end
-
---- Byte column `col` of `line` counted in the client's position encoding.
-function M.encode_column(line, col, encoding)
-  local prefix = line:sub(1, col)
-  if encoding == "utf-8" then
-    return #prefix
-  end
-  local units = 0
-  for index = 1, #prefix do
-    local byte = prefix:byte(index)
-    if byte < 0x80 or byte >= 0xC0 then
-      units = units + ((encoding == "utf-16" and byte >= 0xF0) and 2 or 1)
-    end
-  end
-  return units
-end
-
-local function char_length(line, col)
-  local byte = line:byte(col + 1)
-  if byte == nil or byte < 0x80 then
-    return 1
-  elseif byte >= 0xF0 then
-    return 4
-  elseif byte >= 0xE0 then
-    return 3
-  end
-  return 2
-end
-
-local function position(bufnr, row, col, encoding)
-  local line = vim.api.nvim_buf_get_lines(bufnr, row, row + 1, false)[1] or ""
-  col = math.min(col, #line)
-  return { line = row, character = M.encode_column(line, col, encoding) }
-end
+local request, position = util.request, util.position
 
 --- LSP range for a command: the characterwise visual selection when the command was
 --- given the `'<,'>` range of one, the given lines when it had another range, else the cursor.
@@ -166,7 +122,7 @@ function M.edit_range(bufnr, command, encoding)
     local last_line = vim.api.nvim_buf_get_lines(bufnr, last[1] - 1, last[1], false)[1] or ""
     local end_col = last[2]
     if vim.o.selection ~= "exclusive" then
-      end_col = end_col + char_length(last_line, end_col)
+      end_col = end_col + util.char_length(last_line, end_col)
     end
     return {
       start = position(bufnr, first[1] - 1, first[2], encoding),
@@ -279,7 +235,10 @@ local function on_attach(config)
       vim.bo[bufnr].omnifunc = "v:lua.vim.lsp.omnifunc"
     end
     local capabilities = client.server_capabilities or {}
-    if has("0.12") and vim.lsp.inline_completion and capabilities.inlineCompletionProvider then
+    if not capabilities.inlineCompletionProvider then
+      return
+    end
+    if has("0.12") and vim.lsp.inline_completion then
       -- After the attach completes, so the capability sees this client on the buffer.
       vim.schedule(function()
         if vim.api.nvim_buf_is_valid(bufnr) then
@@ -289,6 +248,8 @@ local function on_attach(config)
           end
         end
       end)
+    else
+      require("lsp_spark.ghost").attach(client, bufnr, config.keys)
     end
   end
 end

@@ -1,0 +1,115 @@
+-- What the plugin's modules share: version checks, the client's calling conventions
+-- (which changed in 0.11) and columns in the position encoding the client negotiated.
+local M = {}
+
+function M.has(version)
+  return vim.fn.has("nvim-" .. version) == 1
+end
+
+function M.notify(message, level)
+  vim.notify("lsp-spark: " .. message, level or vim.log.levels.INFO)
+end
+
+-- JSON null may arrive as vim.NIL depending on the version.
+function M.present(value)
+  if value == nil or value == vim.NIL then
+    return nil
+  end
+  return value
+end
+
+-- Methods are called as client:method() on 0.11+ (the dotted form is deprecated there)
+-- and as client.method() before.
+local colon_calls = M.has("0.11")
+
+--- Sends a request; returns its id, or nil when the client is shutting down.
+function M.request(client, method, params, handler, bufnr)
+  local ok, id
+  if colon_calls then
+    ok, id = client:request(method, params, handler, bufnr)
+  else
+    ok, id = client.request(method, params, handler, bufnr)
+  end
+  return ok and id or nil
+end
+
+--- Cancels request `id` unless its answer is already in (`client.requests` holds those
+--- still pending), so the server hears of no request it has finished.
+function M.cancel(client, id)
+  local request = client.requests[id]
+  if not request or request.type ~= "pending" then
+    return
+  end
+  if colon_calls then
+    client:cancel_request(id)
+  else
+    client.cancel_request(id)
+  end
+end
+
+function M.send_notification(client, method, params)
+  if colon_calls then
+    client:notify(method, params)
+  else
+    client.notify(method, params)
+  end
+end
+
+-- Bytes of the UTF-8 character starting with `byte`.
+local function char_bytes(byte)
+  if byte == nil or byte < 0x80 then
+    return 1
+  elseif byte >= 0xF0 then
+    return 4
+  elseif byte >= 0xE0 then
+    return 3
+  end
+  return 2
+end
+
+--- Bytes of the character at byte column `col` (0-based) of `line`.
+function M.char_length(line, col)
+  return char_bytes(line:byte(col + 1))
+end
+
+-- Code units of one character in `encoding`: a byte count for UTF-8, one unit per code
+-- point for UTF-32, and for UTF-16 two units for what takes four bytes in UTF-8.
+local function units_of(bytes, encoding)
+  if encoding == "utf-8" then
+    return bytes
+  elseif encoding == "utf-16" and bytes == 4 then
+    return 2
+  end
+  return 1
+end
+
+--- The first `col` bytes of `text` counted in `encoding`'s code units.
+function M.encode_column(text, col, encoding)
+  local units, index = 0, 0
+  while index < col and index < #text do
+    local bytes = char_bytes(text:byte(index + 1))
+    units = units + units_of(bytes, encoding)
+    index = index + bytes
+  end
+  return units
+end
+
+--- The byte column of `line` that is `units` code units of `encoding` in (clamped to the
+--- line: a position past its end means its end).
+function M.byte_column(line, units, encoding)
+  local counted, index = 0, 0
+  while counted < units and index < #line do
+    local bytes = char_bytes(line:byte(index + 1))
+    counted = counted + units_of(bytes, encoding)
+    index = index + bytes
+  end
+  return index
+end
+
+--- An LSP position for byte column `col` of row `row` (both 0-based).
+function M.position(bufnr, row, col, encoding)
+  local line = vim.api.nvim_buf_get_lines(bufnr, row, row + 1, false)[1] or ""
+  return { line = row, character = M.encode_column(line, math.min(col, #line), encoding) }
+end
+
+return M
