@@ -20,7 +20,7 @@ from tree_sitter import Node, Parser
 from lsp_spark.postprocess import CursorContext, SuggestionStream, clean, filters
 from lsp_spark.postprocess.context import detect_indent_unit
 from lsp_spark.postprocess.filters import replaced_suffix_length
-from lsp_spark.syntax.grammars import parser_for
+from lsp_spark.syntax.grammars import language_for
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "postprocess"
 CASE_FILES = sorted(FIXTURES.glob("*.json"))
@@ -48,9 +48,10 @@ def syntax_checks(
     language: str, prefix: str, suffix: str
 ) -> tuple[Callable[[str], int] | None, bool]:
     """`new_errors` for the case, and whether the document parses at the cursor."""
-    parser = parser_for(language)
-    if parser is None:
+    grammar = language_for(language)
+    if grammar is None:
         return None, True
+    parser = Parser(grammar)
     before = error_count(parser, prefix + suffix)
     cursor = len(prefix.encode())
     tree = parser.parse((prefix + suffix).encode())

@@ -19,7 +19,7 @@ from importlib import metadata, resources
 from types import ModuleType
 from typing import Literal
 
-from tree_sitter import Language, Parser, Query, QueryError
+from tree_sitter import Language, Query, QueryError
 
 from lsp_spark.languages import PROFILES, canonical, profile_for
 
@@ -78,11 +78,6 @@ def language_for(language_id: str) -> Language | None:
     if language is not None:
         return language
     return _from_packs(PACK_NAMES.get(language_id, language_id))
-
-
-def parser_for(language_id: str) -> Parser | None:
-    language = language_for(language_id)
-    return Parser(language) if language is not None else None
 
 
 def loaded_grammars() -> dict[str, bool]:
