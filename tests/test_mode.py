@@ -24,7 +24,8 @@ from lsp_spark.context.mode import Mode, completion_mode
         # A blank line with its block going on below, the header above or not: one statement.
         ("    ", "", "    b = 2", Mode.STATEMENT),
         ("        ", "", "        total += x", Mode.STATEMENT),
-        ("    ", "", "        nested = True", Mode.STATEMENT),
+        # A blank line above deeper code: the header of that code's block, one line.
+        ("    ", "", "        nested = True", Mode.LINE),
     ],
 )
 def test_mode_from_the_text_around_the_cursor(

@@ -33,7 +33,8 @@ def completion_mode(
     """Mid-line: the rest of the line; a blank line where a block is empty or ends:
     several lines; a blank line with its block going on below: one statement, which is
     what fits between the code above and the code below (a line, or a loop or condition
-    with its body, since a block the suggestion opens is empty until it is filled).
+    with its body, since a block the suggestion opens is empty until it is filled); a blank
+    line above deeper code: one line, the header whose body that code is.
 
     Text right of the cursor that is more than closing punctuation means the user is
     editing inside existing code, where an insertion would only get in the way.
@@ -44,7 +45,11 @@ def completion_mode(
         return Mode.NONE
     if line_prefix.strip() or line_suffix.strip():
         return Mode.LINE
+    if not next_line.strip():
+        return Mode.BLOCK
     next_indent = len(next_line) - len(next_line.lstrip())
-    if next_line.strip() and next_indent >= len(line_prefix):
+    if next_indent > len(line_prefix):
+        return Mode.LINE  # the code below is the body of the header that goes here
+    if next_indent == len(line_prefix):
         return Mode.STATEMENT
     return Mode.BLOCK
