@@ -33,8 +33,8 @@ import sysconfig
 import tempfile
 import time
 import tokenize
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -354,21 +354,14 @@ async def warm_up(client: LanguageClient, directory: Path) -> None:
     did_close(client, path)
 
 
-async def run_configuration(
-    configuration: Configuration,
-    cuts: list[Cut],
-    related: dict[str, list[tuple[Path, str]]],
-    environment: dict[str, str],
-    settings: dict[str, Any],
-) -> dict[str, Any]:
-    """Start one server with this configuration, fill every hole, and always stop it."""
-    options = {
-        **settings,
-        "contextSources": list(configuration.sources),
-        "disabledFilters": list(configuration.disabled_filters),
-    }
-    client = LanguageClient("lsp-spark-holes", "1")
-    messages: list[str] = []
+@asynccontextmanager
+async def started_server(
+    name: str, environment: dict[str, str], options: dict[str, Any], messages: list[str]
+) -> AsyncIterator[LanguageClient]:
+    """The real server over stdio, initialized with `options`, what it tells the user
+    collected in `messages`; shut down at the end of the block, and killed if it will not
+    go."""
+    client = LanguageClient(name, "1")
 
     @client.feature(types.WINDOW_SHOW_MESSAGE)
     def show_message(params: types.ShowMessageParams) -> None:
@@ -388,14 +381,7 @@ async def run_configuration(
             REQUEST_TIMEOUT,
         )
         client.initialized(types.InitializedParams())
-        await warm_up(client, Path(environment["XDG_CONFIG_HOME"]))
-        before = await stats(client)
-        fills: list[Fill] = []
-        for cut in cuts:
-            if client._server is None or client._server.returncode is not None:
-                raise RuntimeError(f"the server exited during {configuration.name}")
-            fills.append(await fill_hole(client, cut, related[cut.hole.module]))
-        after = await stats(client)
+        yield client
         await asyncio.wait_for(client.shutdown_async(None), SHUTDOWN_TIMEOUT)
         client.exit(None)
         await asyncio.wait_for(client._server.wait(), SHUTDOWN_TIMEOUT)  # type: ignore[union-attr]
@@ -404,6 +390,31 @@ async def run_configuration(
         if client._server is not None and client._server.returncode is None:
             client._server.kill()
         await client.stop()
+
+
+async def run_configuration(
+    configuration: Configuration,
+    cuts: list[Cut],
+    related: dict[str, list[tuple[Path, str]]],
+    environment: dict[str, str],
+    settings: dict[str, Any],
+) -> dict[str, Any]:
+    """Start one server with this configuration, fill every hole, and always stop it."""
+    options = {
+        **settings,
+        "contextSources": list(configuration.sources),
+        "disabledFilters": list(configuration.disabled_filters),
+    }
+    messages: list[str] = []
+    async with started_server("lsp-spark-holes", environment, options, messages) as client:
+        await warm_up(client, Path(environment["XDG_CONFIG_HOME"]))
+        before = await stats(client)
+        fills: list[Fill] = []
+        for cut in cuts:
+            if client._server is None or client._server.returncode is not None:
+                raise RuntimeError(f"the server exited during {configuration.name}")
+            fills.append(await fill_hole(client, cut, related[cut.hole.module]))
+        after = await stats(client)
     return {
         "name": configuration.name,
         "contextSources": list(configuration.sources),

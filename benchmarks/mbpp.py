@@ -51,14 +51,13 @@ from typing import Any, Literal
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from holes import REQUEST_TIMEOUT, SHUTDOWN_TIMEOUT, did_close, did_open, stats, warm_up  # noqa: E402
+from holes import did_close, did_open, started_server, stats, warm_up  # noqa: E402
 from lsprotocol import types  # noqa: E402
 from pygls.exceptions import JsonRpcException  # noqa: E402
 from pygls.lsp.client import LanguageClient  # noqa: E402
 from timing import add_size_options  # noqa: E402
 
 from lsp_spark.backends.local import _without_weight_repacking, bundled_model_path  # noqa: E402
-from lsp_spark.demo import _drain  # noqa: E402
 from lsp_spark.testing import isolated_environment  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "mbpp.jsonl"
@@ -361,38 +360,15 @@ async def server_fill(client: LanguageClient, path: Path, hole: Hole) -> Fill:
     return Fill(suggestion, code, latency_ms)
 
 
-async def initialize(client: LanguageClient) -> None:
-    settings = {"backend": "local", "localThreads": THREADS, "debounceMs": 0}
-    await asyncio.wait_for(
-        client.initialize_async(
-            types.InitializeParams(
-                capabilities=types.ClientCapabilities(),
-                process_id=os.getpid(),
-                initialization_options=settings,
-            )
-        ),
-        REQUEST_TIMEOUT,
-    )
-    client.initialized(types.InitializedParams())
-
-
 async def lsp_spark_fills(holes: list[Hole]) -> tuple[list[Fill], str, list[str]]:
     """Start the server with the embedded model, fill every hole, always stop it; returns the
     fills, the model's name and what the server told the user."""
-    client = LanguageClient("lsp-spark-mbpp", "1")
+    settings = {"backend": "local", "localThreads": THREADS, "debounceMs": 0}
     messages: list[str] = []
-
-    @client.feature(types.WINDOW_SHOW_MESSAGE)
-    def show_message(params: types.ShowMessageParams) -> None:
-        messages.append(params.message)
-
     with tempfile.TemporaryDirectory(prefix="lsp-spark-mbpp-") as home:
         folder = Path(home)
         environment = isolated_environment(home)
-        await client.start_io(sys.executable, "-m", "lsp_spark", "serve", env=environment)
-        drain = asyncio.create_task(_drain(client, []))
-        try:
-            await initialize(client)
+        async with started_server("lsp-spark-mbpp", environment, settings, messages) as client:
             await warm_up(client, folder)
             fills = []
             for index, hole in enumerate(holes):
@@ -403,13 +379,6 @@ async def lsp_spark_fills(holes: list[Hole]) -> tuple[list[Fill], str, list[str]
                 if (index + 1) % PROGRESS_EVERY == 0:
                     print(f"  lsp-spark: {index + 1}/{len(holes)} holes", flush=True)
             model = (await stats(client)).model
-            await asyncio.wait_for(client.shutdown_async(None), SHUTDOWN_TIMEOUT)
-            client.exit(None)
-        finally:
-            drain.cancel()
-            if client._server is not None and client._server.returncode is None:
-                client._server.kill()
-            await client.stop()
     return fills, model, messages
 
 

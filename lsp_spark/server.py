@@ -499,12 +499,10 @@ class SparkServer(LanguageServer):
         )
 
     async def _ghost_alternatives(self, cursor: Cursor) -> dict[str, Any]:
-        engine = self.engine
-        first = engine.recall(cursor.document, cursor.row, cursor.column)
-        if first is None:
-            first = await engine.fetch(cursor.document, cursor.row, cursor.column)
+        document, row, column = cursor.document, cursor.row, cursor.column
+        first = await self.engine.suggest(document, row, column)
         shown = first if first is not None and first.text else None
-        others = await engine.alternatives(cursor.document, cursor.row, cursor.column, shown)
+        others = await self.engine.alternatives(document, row, column, shown)
         items = [
             self._ghost_item(cursor, suggestion)
             for suggestion in (shown, *others)
