@@ -13,9 +13,9 @@ server's own timing of each request (from its debug log) stands beside it: the r
 Code's (its inline-suggestion debounce is 50 ms, which a stable extension cannot change) and
 the transport's (browser, websocket, extension host, stdio).
 
-Two runs: the server's default settings (its adaptive debounce of up to 20 ms), and
-``debounceMs`` 0, since VS Code debounces and cancels superseded requests itself. ``--tiny``
-times three keystrokes of the first run, to check that the benchmark still measures, not what
+One run, on the server's default settings: the extension declares that VS Code debounces
+and cancels superseded requests itself, so the server adds no debounce of its own. ``--tiny``
+times three keystrokes, to check that the benchmark still measures, not what
 it finds. Before it runs, the browser test's npm packages are installed
 (editors/vscode/e2e/install.sh, once) and the .vsix is packaged when the extension's sources
 are newer than it. Exits with status 3 when Chromium or the npm packages are missing.
@@ -53,7 +53,6 @@ MISSING_STATUS = 3
 """What bench.ts exits with when something it needs is not installed; passed on."""
 RUNS: dict[str, dict[str, str]] = {
     "server defaults": {},
-    "debounceMs 0": {"LSP_SPARK_DEBOUNCE_MS": "0"},
 }
 STEP_TIMEOUT = 900.0
 """Far above any run (a fresh npm install and packaging take about three minutes)."""
@@ -212,16 +211,15 @@ def table(report: dict[str, Any]) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    add_size_options(parser, RESULTS, "three keystrokes of the first run: checks, not figures")
+    add_size_options(parser, RESULTS, "three keystrokes: checks, not figures")
     arguments = parser.parse_args()
     keystrokes = TINY_KEYSTROKES if arguments.tiny else KEYSTROKES
     warmup = TINY_WARMUP if arguments.tiny else WARMUP
-    runs = dict(list(RUNS.items())[:1]) if arguments.tiny else RUNS
     try:
         vsix = prepare()
         measured = {
             name: measure(name, environment, keystrokes, warmup)
-            for name, environment in runs.items()
+            for name, environment in RUNS.items()
         }
     except MissingPrerequisite as missing:
         print(f"editor_vscode: {missing}", file=sys.stderr)

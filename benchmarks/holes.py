@@ -356,11 +356,15 @@ async def warm_up(client: LanguageClient, directory: Path) -> None:
 
 @asynccontextmanager
 async def started_server(
-    name: str, environment: dict[str, str], options: dict[str, Any], messages: list[str]
+    name: str,
+    environment: dict[str, str],
+    options: dict[str, Any],
+    messages: list[str],
+    encodings: list[str] | None = None,
 ) -> AsyncIterator[LanguageClient]:
-    """The real server over stdio, initialized with `options`, what it tells the user
-    collected in `messages`; shut down at the end of the block, and killed if it will not
-    go."""
+    """The real server over stdio, initialized with `options` (and offered the position
+    `encodings`), what it tells the user collected in `messages`; shut down at the end of
+    the block, and killed if it will not go."""
     client = LanguageClient(name, "1")
 
     @client.feature(types.WINDOW_SHOW_MESSAGE)
@@ -373,7 +377,11 @@ async def started_server(
         await asyncio.wait_for(
             client.initialize_async(
                 types.InitializeParams(
-                    capabilities=types.ClientCapabilities(),
+                    capabilities=types.ClientCapabilities(
+                        general=types.GeneralClientCapabilities(position_encodings=encodings)
+                        if encodings
+                        else None
+                    ),
                     process_id=os.getpid(),
                     initialization_options=options,
                 )

@@ -449,6 +449,14 @@ class CompletionEngine:
         self._options = (backend, settings, options)
         return options
 
+    def related_code(self, document: Document, row: int, column: int) -> str:
+        """The related code a completion at this cursor would get, for other prompts."""
+        backend = self.backends.ready()
+        if backend is None:
+            return ""
+        built = self.contexts.build(document, row, column, self._context_options(backend))
+        return built.related if built is not None else ""
+
     def keystroke(self) -> None:
         self.debounce.keystroke()
 

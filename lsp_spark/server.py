@@ -50,8 +50,10 @@ from lsp_spark.actions import (
     WorkDone,
 )
 from lsp_spark.backends.holder import BackendHolder
-from lsp_spark.documents import Change, Document, PositionEncoding, UnknownDocumentError
+from lsp_spark.documents import Change, Document, PositionEncoding
 from lsp_spark.hotpath import HotPath, JsonAnswer
+from lsp_spark.nextedit.engine import ACCEPT_COMMAND as ACCEPT_NEXT_EDIT
+from lsp_spark.nextedit.engine import NextEditService
 from lsp_spark.pipeline import CompletionEngine, Suggestion
 from lsp_spark.stats import Stats
 from lsp_spark.workspace import Workspace
@@ -63,6 +65,9 @@ STATS_COMMAND = "lspSpark.stats"
 ACCEPTED_COMMAND = "lspSpark.accepted"
 DID_SHOW = "textDocument/didShowCompletion"
 DID_PARTIALLY_ACCEPT = "textDocument/didPartiallyAcceptCompletion"
+NEXT_EDIT_METHOD = "textDocument/copilotInlineEdit"
+DID_SHOW_NEXT_EDIT = "textDocument/didShowInlineEdit"
+DIAGNOSTICS_METHOD = "lspSpark/diagnostics"
 LABEL_LENGTH = 60
 NO_GHOST_TEXT: dict[str, Any] = {"items": []}
 NO_COMPLETIONS: dict[str, Any] = {"isIncomplete": False, "items": []}
@@ -353,6 +358,9 @@ class SparkServer(LanguageServer):
         self.backends = BackendHolder(self.show)
         self.engine = CompletionEngine(self.show, self.files, self.backends, self.stats)
         self.actions = ActionService(self.files, self.backends, self.stats)
+        self.next_edits = NextEditService(
+            self.files, self.backends, self.stats, self.engine.related_code
+        )
         self.review = SecurityReview(self.files, self.backends, self.stats, self.publish)
         self.hot = HotPath(self)
         self.initialization_options: Any = None
@@ -438,6 +446,7 @@ class SparkServer(LanguageServer):
         document = self.files.documents.get(uri)
         if document is None:
             return None
+        self.next_edits.focus(uri)
         row, column, character = document.clamp(line, character, self.encoding)
         return Cursor(document, row, column, {"line": row, "character": character})
 
@@ -456,12 +465,35 @@ class SparkServer(LanguageServer):
 
     def change_document(self, uri: str, version: int, changes: list[Change]) -> None:
         self.engine.keystroke()
-        try:
-            self.files.change(uri, version, changes, self.encoding)
-        except UnknownDocumentError:
+        document = self.files.documents.get(uri)
+        if document is None:
             log.warning("change for a document that was never opened: %s", uri)
             return
+        for change in changes:
+            self._change(document, version, change)
         self.review.changed(uri)
+
+    def _change(self, document: Document, version: int, change: Change) -> None:
+        """Apply one content change, and tell next-edit which rows read what before and
+        after it, and where it left the cursor."""
+        start, end, text = change
+        if start is None or end is None:
+            old = document.lines(0, document.line_count)
+            self.files.change(document.uri, version, [change], self.encoding)
+            new = document.lines(0, document.line_count)
+            row = next(
+                (i for i, pair in enumerate(zip(old, new, strict=False)) if pair[0] != pair[1]), 0
+            )
+            self.next_edits.changed(document.uri, 0, old, new, (row, 0))
+            return
+        offsets = sorted(document.offset_at(*point, self.encoding) for point in (start, end))
+        first = document.position_at(offsets[0], PositionEncoding.UTF32)[0]
+        last = document.position_at(offsets[1], PositionEncoding.UTF32)[0]
+        old = document.lines(first, last + 1)
+        self.files.change(document.uri, version, [change], self.encoding)
+        row, column = document.position_at(offsets[0] + len(text), PositionEncoding.UTF32)
+        new = document.lines(first, row + 1)
+        self.next_edits.changed(document.uri, first, old, new, (row, column))
 
     def _answer(
         self,
@@ -516,8 +548,28 @@ class SparkServer(LanguageServer):
 
     def _ghost_list(self, cursor: Cursor, suggestion: Suggestion | None) -> dict[str, Any]:
         if suggestion is None or not suggestion.text:
-            return NO_GHOST_TEXT
+            return self._next_edit_as_ghost_text(cursor)
         return {"items": [self._ghost_item(cursor, suggestion)]}
+
+    def _next_edit_as_ghost_text(self, cursor: Cursor) -> dict[str, Any]:
+        """A predicted next edit right of the cursor on its line, when nothing else is."""
+        found = self.next_edits.at_cursor(cursor.document, cursor.row, cursor.column)
+        if found is None:
+            return NO_GHOST_TEXT
+        replaced, text = found
+        return {
+            "items": [
+                {
+                    "insertText": text,
+                    "range": self.replaced_range(cursor, replaced),
+                    "command": {
+                        "title": "Accept next edit",
+                        "command": ACCEPT_NEXT_EDIT,
+                        "arguments": [cursor.document.uri, 0],
+                    },
+                }
+            ]
+        }
 
     def _ghost_item(self, cursor: Cursor, suggestion: Suggestion) -> dict[str, Any]:
         return {
@@ -563,13 +615,22 @@ class SparkServer(LanguageServer):
 server = SparkServer()
 
 
+def client_debounces(capabilities: types.ClientCapabilities) -> bool:
+    """Whether the client declares that it debounces inline completion requests itself
+    (`experimental.lspSpark.debouncesInlineCompletion`, sent by the VS Code extension)."""
+    experimental = capabilities.experimental
+    declared = experimental.get("lspSpark") if isinstance(experimental, dict) else None
+    return isinstance(declared, dict) and declared.get("debouncesInlineCompletion") is True
+
+
 @server.feature(types.INITIALIZE)
 def initialize(ls: SparkServer, params: types.InitializeParams) -> None:
     ls.initialization_options = params.initialization_options
     negotiated = ls.workspace.position_encoding
     ls.encoding = PositionEncoding(getattr(negotiated, "value", negotiated) or "utf-16")
-    ls.actions.encoding = ls.review.encoding = ls.encoding
+    ls.actions.encoding = ls.review.encoding = ls.next_edits.encoding = ls.encoding
     ls.actions.support = ClientSupport.of(params.capabilities, params.client_info)
+    ls.engine.debounce.client_debounces = client_debounces(params.capabilities)
     folders = params.workspace_folders or []
     root = folders[0].uri if folders else params.root_uri
     root_path = to_fs_path(root) if root else None
@@ -630,6 +691,7 @@ def did_save(ls: SparkServer, params: types.DidSaveTextDocumentParams) -> None:
 @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
 def did_close(ls: SparkServer, params: types.DidCloseTextDocumentParams) -> None:
     ls.engine.forget(params.text_document.uri)
+    ls.next_edits.forget(params.text_document.uri)
     ls.review.closed(params.text_document.uri)
     ls.files.close(params.text_document.uri)
 
@@ -704,7 +766,23 @@ def code_action(
     context = params.context
     automatic = context.trigger_kind == types.CodeActionTriggerKind.Automatic
     only = context.only or ([QUICKFIX] if automatic else None)
-    return ls.actions.offers(params.text_document.uri, params.range, context.diagnostics, only)
+    uri = params.text_document.uri
+    ls.next_edits.focus(uri)
+    if context.diagnostics:
+        found = [ls.protocol._converter.unstructure(d) for d in context.diagnostics]
+        ls.next_edits.add_problems(uri, found)
+    offers = ls.actions.offers(uri, params.range, context.diagnostics, only)
+    document = ls.files.documents.get(uri)
+    edit = ls.next_edits.workspace_edit(document) if document is not None else None
+    if edit is None or (only and not any(QUICKFIX.startswith(kind) for kind in only)):
+        return offers
+    apply_next = types.CodeAction(
+        title="Apply next edit",
+        kind=QUICKFIX,
+        is_preferred=True,
+        edit=ls.protocol._converter.structure(edit, types.WorkspaceEdit),
+    )
+    return [apply_next, *offers]
 
 
 @server.feature(types.CODE_ACTION_RESOLVE)
@@ -769,6 +847,49 @@ def did_show(ls: SparkServer, params: Any) -> None:
 def did_partially_accept(ls: SparkServer, params: Any) -> None:
     if (uri := _uri_of_item(params)) is not None:
         ls.engine.accepted(uri, partially=True)
+
+
+@server.feature(NEXT_EDIT_METHOD)
+async def next_edit(ls: SparkServer, params: Any) -> dict[str, Any]:
+    """Copilot's `textDocument/copilotInlineEdit`: the predicted edits near the cursor."""
+    uri = getattr(getattr(params, "textDocument", None), "uri", None)
+    position = getattr(params, "position", None)
+    line, character = getattr(position, "line", None), getattr(position, "character", None)
+    if not isinstance(uri, str) or not isinstance(line, int) or not isinstance(character, int):
+        raise JsonRpcInvalidParams("copilotInlineEdit needs textDocument.uri and a position")
+    cursor = ls.locate(uri, line, character)
+    if cursor is None:
+        return {"edits": []}
+    return {"edits": await ls.next_edits.edits(uri, cursor.row, cursor.column)}
+
+
+@server.feature(DID_SHOW_NEXT_EDIT)
+def did_show_next_edit(ls: SparkServer, _: Any) -> None:
+    ls.next_edits.shown()
+
+
+@server.command(ACCEPT_NEXT_EDIT)
+def accept_next_edit(ls: SparkServer, uri: Any = None, *_: Any) -> None:
+    ls.next_edits.accepted(str(uri))
+
+
+@server.feature(DIAGNOSTICS_METHOD)
+def editor_diagnostics(ls: SparkServer, params: Any) -> None:
+    """The editor's diagnostics for a document (from its other servers), for predictions."""
+    uri = getattr(params, "uri", None)
+    found = getattr(params, "diagnostics", None)
+    if isinstance(uri, str) and isinstance(found, list):
+        ls.next_edits.set_problems(uri, [_plain(item) for item in found])
+
+
+def _plain(value: Any) -> Any:
+    """A message's params object (pygls gives unknown methods' params as named tuples) as
+    plain dicts and lists."""
+    if hasattr(value, "_asdict"):
+        return {key: _plain(item) for key, item in value._asdict().items()}
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    return value
 
 
 @server.feature(types.SHUTDOWN)

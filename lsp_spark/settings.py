@@ -105,6 +105,14 @@ class Settings(BaseModel):
         "model for harder work, a fast one for ghost text.",
     )
     actions_max_tokens: int = Field(default=4096, ge=64, le=32768)
+    next_edit: bool | None = Field(
+        default=None,
+        description="Predict the next edit after each edit. None: on for hosted backends, "
+        "off for the embedded model (too small to predict edits well).",
+    )
+    next_edit_region_lines: int = Field(default=40, ge=3, le=400)
+    next_edit_debounce_ms: int = Field(default=50, ge=0, le=5000)
+    next_edit_max_tokens: int = Field(default=512, ge=16, le=8192)
     actions_timeout_ms: int = Field(
         default=120000,
         ge=1000,

@@ -74,6 +74,42 @@ class ActionStats:
 
 
 @dataclass
+class NextEditStats:
+    """Next-edit predictions: what they cost in output tokens, and what came of them."""
+
+    predictions: int = 0
+    with_edits: int = 0
+    output_tokens: int = 0
+    shown: int = 0
+    accepted: int = 0
+    cancelled: int = 0
+    contradicted: int = 0
+    latencies_ms: deque[float] = field(default_factory=lambda: deque(maxlen=WINDOW))
+    """From asking the model to a prediction with edits."""
+
+    def snapshot(self) -> dict[str, Any]:
+        return {
+            "predictions": self.predictions,
+            "withEdits": self.with_edits,
+            "outputTokens": self.output_tokens,
+            "outputTokensPerPrediction": (
+                self.output_tokens / self.predictions if self.predictions else None
+            ),
+            "outputTokensPerAccepted": self.output_tokens / self.accepted
+            if self.accepted
+            else None,
+            "shown": self.shown,
+            "accepted": self.accepted,
+            "cancelled": self.cancelled,
+            "contradicted": self.contradicted,
+            "latencyMs": {
+                "p50": _percentile(self.latencies_ms, 0.5),
+                "p95": _percentile(self.latencies_ms, 0.95),
+            },
+        }
+
+
+@dataclass
 class Stats:
     requests: int = 0
     empty: int = 0
@@ -103,6 +139,7 @@ class Stats:
     disagrees with it), "cancelled" (superseded, or cancelled by the editor), "failed"."""
     redactions: RedactionTally = field(default_factory=RedactionTally)
     actions: ActionStats = field(default_factory=ActionStats)
+    next_edit: NextEditStats = field(default_factory=NextEditStats)
 
     def snapshot(self, backend: str, model: str) -> dict[str, Any]:
         looked_up = self.cache_hits + self.upstream_requests - self.prefetches
@@ -145,4 +182,5 @@ class Stats:
                 "byKind": self.redactions.snapshot(),
             },
             **self.actions.snapshot(),
+            "nextEdit": self.next_edit.snapshot(),
         }

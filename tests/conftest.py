@@ -45,14 +45,16 @@ def cerebras() -> Iterator[CerebrasTestServer]:
 
 
 def cerebras_options(server: CerebrasTestServer, **extra: Any) -> dict[str, Any]:
-    """Settings for the loopback server; prefetching is off unless a test is about it,
-    so that counts of upstream requests mean what they say."""
+    """Settings for the loopback server; prefetching and next-edit predictions are off
+    unless a test is about them, so that counts of upstream requests mean what they say
+    (and scripted replies go to the requests they were written for)."""
     return {
         "backend": "cerebras",
         "apiKey": TEST_KEY,
         "baseUrl": server.base_url,
         "debounceMs": 0,
         "prefetch": False,
+        "nextEdit": False,
         **extra,
     }
 

@@ -169,6 +169,19 @@ def test_mbpp_runs_every_hole_both_systems_filled(tmp_path: Path) -> None:
         assert isinstance(hole["raw model"]["passed"], bool)
 
 
+def test_nextedit_reference_walks_each_case_to_the_expected_file(tmp_path: Path) -> None:
+    """The scripted reference answers the expected edits: the tiny run must reach every
+    expected file, in UTF-16 with LF and UTF-8 with CRLF, and time each first edit."""
+    report = run_tiny("nextedit", tmp_path / "nextedit.json")
+    runs = report["runs"]
+    assert [run["run"] for run in runs] == ["reference utf-16 LF", "reference utf-8 CRLF"]
+    for run in runs:
+        assert run["cases"] == 2
+        assert run["exact"] == 1.0, run["failures"]
+        assert run["firstEditMsP50"] is not None
+        assert run["predictions"] >= 2
+
+
 def test_edit_tasks_get_their_edits_both_ways_of_asking(tmp_path: Path) -> None:
     report = run_tiny("edit_tasks", tmp_path / "edit_tasks.json")
     [scripted] = report["runs"].values()

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+from lsprotocol import types
+
 from lsp_spark.scheduler.cache import LineState, SuggestionCache
 from lsp_spark.scheduler.debounce import DEFAULT_SECONDS, AdaptiveDebounce
+from lsp_spark.server import client_debounces
 
 
 def state(prefix: str, suffix: str = "", row: int = 3, previous: str = "def f():") -> LineState:
@@ -74,3 +78,28 @@ def test_debounce_stays_within_bounds_and_ignores_pauses() -> None:
     for moment in range(10):
         slow.keystroke(moment * 5.0)
     assert slow.seconds(None) == DEFAULT_SECONDS
+
+
+def test_a_client_that_debounces_is_not_made_to_wait_twice() -> None:
+    debounce = AdaptiveDebounce()
+    debounce.client_debounces = True
+    assert debounce.seconds(None) == 0
+    assert debounce.seconds(30) == 0.03
+
+
+@pytest.mark.parametrize(
+    ("experimental", "declared"),
+    [
+        ({"lspSpark": {"debouncesInlineCompletion": True}}, True),
+        ({"lspSpark": {"debouncesInlineCompletion": "yes"}}, False),
+        ({"lspSpark": True}, False),
+        ({"other": {}}, False),
+        ([1, 2], False),
+        (None, False),
+    ],
+)
+def test_the_debounce_declaration_is_read_from_experimental_capabilities(
+    experimental: object, declared: bool
+) -> None:
+    capabilities = types.ClientCapabilities(experimental=experimental)
+    assert client_debounces(capabilities) is declared

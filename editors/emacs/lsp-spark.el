@@ -26,8 +26,12 @@
 ;; `lsp-spark-eglot-ensure') asks for `textDocument/inlineCompletion'
 ;; through eglot's connection as you type and shows the answer after
 ;; the cursor: TAB accepts it, M-f a word, C-e a line, M-n/M-p cycle,
-;; C-g dismisses.  The suggestion is also a `completion-at-point'
-;; candidate; refactorings come through `eglot-code-actions'.
+;; C-g dismisses.  `lsp-spark-next-edit-mode' (also turned on) asks
+;; where the next edit is after each change and shows it in place, the
+;; old text struck through and the new after it: TAB goes there, TAB
+;; again makes it (and shows the one after), C-g dismisses.  The
+;; suggestion is also a `completion-at-point' candidate; refactorings
+;; come through `eglot-code-actions'.
 ;;
 ;; Both: `lsp-spark-stats' shows latency and cache figures,
 ;; `lsp-spark-edit-with-instruction' rewrites the region as instructed.
@@ -68,6 +72,10 @@ over the environment and the user's config.toml."
   "Whether `lsp-spark-eglot-ensure' turns on `lsp-spark-inline-mode'."
   :type 'boolean)
 
+(defcustom lsp-spark-eglot-next-edit t
+  "Whether `lsp-spark-eglot-ensure' turns on `lsp-spark-next-edit-mode'."
+  :type 'boolean)
+
 (defcustom lsp-spark-edit-timeout 60
   "Seconds to wait for `lsp-spark-edit-with-instruction' to finish."
   :type 'number)
@@ -80,6 +88,8 @@ over the environment and the user's config.toml."
 (defvar lsp-response-timeout)
 (defvar eglot-server-programs)
 (defvar eglot-workspace-configuration)
+(defvar eglot--versioned-identifier)
+(defvar lsp-spark-next-edit-mode)
 
 (declare-function lsp-register-client "lsp-mode" (client))
 (declare-function make-lsp-client "lsp-mode" (&rest args))
@@ -103,6 +113,12 @@ over the environment and the user's config.toml."
 (declare-function eglot-managed-p "eglot" ())
 (declare-function eglot--TextDocumentPositionParams "eglot" ())
 (declare-function eglot--range-region "eglot" (range &optional markers))
+(declare-function eglot--VersionedTextDocumentIdentifier "eglot" ())
+(declare-function eglot--apply-text-edits "eglot" (edits &optional version))
+(declare-function flymake-diagnostic-data "flymake" (diag))
+(declare-function flymake-diagnostic-type "flymake" (diag))
+(declare-function flymake-diagnostic-backend "flymake" (diag))
+(declare-function flymake-diagnostic-text "flymake" (diag))
 
 (defun lsp-spark--settings-object ()
   "`lsp-spark-settings' as a JSON object; {} rather than null when empty."
@@ -199,11 +215,14 @@ Meant for mode hooks, e.g. (add-hook \\='python-mode-hook
 #\\='lsp-spark-eglot-ensure).  eglot manages a buffer with one server
 only, so in these modes lsp-spark takes the place of the language's
 usual server.  Turns on `lsp-spark-inline-mode' for ghost text (see
-`lsp-spark-eglot-ghost-text')."
+`lsp-spark-eglot-ghost-text') and `lsp-spark-next-edit-mode' for the
+edits predicted next (see `lsp-spark-eglot-next-edit')."
   (require 'eglot)
   (lsp-spark--eglot-setup major-mode)
   (when lsp-spark-eglot-ghost-text
     (lsp-spark-inline-mode 1))
+  (when lsp-spark-eglot-next-edit
+    (lsp-spark-next-edit-mode 1))
   (eglot-ensure))
 
 (defun lsp-spark--eglot-server ()
@@ -578,6 +597,310 @@ While one shows, `lsp-spark-inline-active-map' is active:
     (lsp-spark--inline-cancel)
     (remove-hook 'pre-command-hook #'lsp-spark--inline-pre-command t)
     (remove-hook 'post-command-hook #'lsp-spark--inline-post-command t)))
+
+;;;; eglot: next edits
+
+(defface lsp-spark-next-edit-deletion
+  '((t :inherit diff-removed :strike-through t))
+  "Face of the text the predicted next edit replaces.")
+
+(defface lsp-spark-next-edit
+  '((t :inherit diff-added))
+  "Face of the text the predicted next edit puts in.")
+
+(defcustom lsp-spark-next-edit-idle-delay 0.05
+  "Seconds without typing before asking where the next edit is."
+  :type 'number)
+
+(defcustom lsp-spark-next-edit-shown-hook nil
+  "Hook run after a next edit from the server is put on screen."
+  :type 'hook)
+
+(defvar lsp-spark-next-edit-active-map
+  (let ((map (make-sparse-keymap)))
+    (define-key map (kbd "TAB") #'lsp-spark-next-edit-apply)
+    (define-key map (kbd "<tab>") #'lsp-spark-next-edit-apply)
+    (define-key map (kbd "C-g") #'lsp-spark-next-edit-dismiss)
+    ;; <escape> is the Escape key of graphical frames; in a terminal ESC
+    ;; starts Meta keys, and binding it would take them all.
+    (define-key map (kbd "<escape>") #'lsp-spark-next-edit-dismiss)
+    map)
+  "Keys active while a next edit is shown; every other key works as usual.")
+
+(defconst lsp-spark--next-edit-method :textDocument/copilotInlineEdit)
+(defconst lsp-spark--next-edit-shown-method :textDocument/didShowInlineEdit)
+(defconst lsp-spark--diagnostics-method :lspSpark/diagnostics)
+
+(defvar-local lsp-spark--next-edit-showing nil
+  "Non-nil while a next edit is on screen.
+Then `lsp-spark-next-edit-active-map' is active.")
+
+(defvar lsp-spark--next-edit-map-alist
+  `((lsp-spark--next-edit-showing . ,lsp-spark-next-edit-active-map))
+  "The entry of `emulation-mode-map-alists' that activates the next edit's keys.
+It goes after the ghost text's entry, so that while both show TAB
+takes the ghost text at the cursor first.")
+
+(defvar-local lsp-spark--next-edit nil
+  "The shown edit, as the server sent it (text, range, textDocument, command).")
+(defvar-local lsp-spark--next-edit-overlay nil
+  "The overlay over the text the shown edit replaces, its new text after it.")
+(defvar-local lsp-spark--next-edit-generation 0
+  "Counts requests: an answer is used only if no newer request was made.")
+(defvar-local lsp-spark--next-edit-pending nil
+  "The id of the request in flight, to cancel when a newer one goes out.")
+(defvar-local lsp-spark--next-edit-timer nil
+  "The idle timer of `lsp-spark-next-edit-idle-delay'.")
+(defvar lsp-spark--next-edit-applying nil
+  "Non-nil while a next edit is being made: its change asks nothing by itself.")
+(defvar-local lsp-spark--diagnostics-timer nil
+  "Set while the buffer's diagnostics are about to be sent.")
+(defvar-local lsp-spark--sent-diagnostics nil
+  "The diagnostics last sent with `lspSpark/diagnostics'.")
+
+;;; Showing
+
+(defun lsp-spark--next-edit-clear ()
+  "Take the next edit off the screen and forget it."
+  (when lsp-spark--next-edit-overlay
+    (delete-overlay lsp-spark--next-edit-overlay))
+  (setq lsp-spark--next-edit-overlay nil
+        lsp-spark--next-edit nil
+        lsp-spark--next-edit-showing nil))
+
+(defun lsp-spark--next-edit-show (server edit)
+  "Show EDIT, an edit from SERVER for the buffer as it is now.
+The text it replaces is struck through in `lsp-spark-next-edit-deletion';
+its new text follows in `lsp-spark-next-edit', every line of it."
+  (lsp-spark--next-edit-clear)
+  ;; eglot converts the range from the server's position encoding.
+  (pcase-let* ((`(,beg . ,end) (eglot--range-region (plist-get edit :range)))
+               (overlay (make-overlay beg end nil t nil)))
+    (overlay-put overlay 'face 'lsp-spark-next-edit-deletion)
+    (overlay-put overlay 'after-string
+                 (propertize (plist-get edit :text) 'face 'lsp-spark-next-edit))
+    ;; Drawn over the ghost text's and flymake's faces where they meet.
+    (overlay-put overlay 'priority 999)
+    (setq lsp-spark--next-edit edit
+          lsp-spark--next-edit-overlay overlay
+          lsp-spark--next-edit-showing t))
+  (jsonrpc-notify server lsp-spark--next-edit-shown-method (list :item edit))
+  (run-hooks 'lsp-spark-next-edit-shown-hook))
+
+;;; Asking
+
+(defun lsp-spark--next-edit-cancel ()
+  "Tell the server the request in flight is no longer wanted; ignore its answer."
+  (when-let* ((id lsp-spark--next-edit-pending)
+              (server (lsp-spark--inline-server)))
+    (jsonrpc-notify server :$/cancelRequest (list :id id)))
+  (setq lsp-spark--next-edit-pending nil)
+  (cl-incf lsp-spark--next-edit-generation))
+
+(defun lsp-spark--next-edit-request ()
+  "Ask lsp-spark for the next edit from point; show the first one it predicts.
+The answer is shown only if it is for the document's current version
+and no newer request was made since."
+  (when-let* ((server (lsp-spark--inline-server)))
+    (lsp-spark--next-edit-cancel)
+    ;; Send eglot's pending changes first: the request is about the
+    ;; version the server then holds.
+    (eglot--signal-textDocument/didChange)
+    (let ((buffer (current-buffer))
+          (generation lsp-spark--next-edit-generation))
+      (cl-flet ((current-p ()
+                  (and (buffer-live-p buffer)
+                       (= generation (buffer-local-value
+                                      'lsp-spark--next-edit-generation buffer)))))
+        (setq lsp-spark--next-edit-pending
+              (car (jsonrpc--async-request-1
+                    server lsp-spark--next-edit-method
+                    (list :textDocument (eglot--VersionedTextDocumentIdentifier)
+                          :position (eglot--pos-to-lsp-position))
+                    :deferred lsp-spark--next-edit-method
+                    :success-fn
+                    (lambda (answer)
+                      (when (current-p)
+                        (with-current-buffer buffer
+                          (setq lsp-spark--next-edit-pending nil)
+                          (let ((edit (car (append (plist-get answer :edits) nil))))
+                            (when (and edit
+                                       (eql (plist-get (plist-get edit :textDocument)
+                                                       :version)
+                                            eglot--versioned-identifier))
+                              (lsp-spark--next-edit-show server edit))))))
+                    :error-fn
+                    (lambda (&rest _)
+                      (when (current-p)
+                        (with-current-buffer buffer
+                          (setq lsp-spark--next-edit-pending nil))))
+                    :timeout-fn #'ignore)))))))
+
+(defun lsp-spark--next-edit-after-change (&rest _)
+  "Forget the shown edit, made for an older text; ask again after a pause.
+Runs for every change, typed or not (an accepted ghost text, an undo),
+except the next edit's own, which asks at once."
+  (unless lsp-spark--next-edit-applying
+    (lsp-spark--next-edit-clear)
+    (when lsp-spark--next-edit-timer
+      (cancel-timer lsp-spark--next-edit-timer))
+    (setq lsp-spark--next-edit-timer
+          (run-with-idle-timer
+           lsp-spark-next-edit-idle-delay nil
+           (let ((buffer (current-buffer)))
+             (lambda ()
+               (when (eq buffer (current-buffer))
+                 (setq lsp-spark--next-edit-timer nil)
+                 (lsp-spark--next-edit-request))))))))
+
+;;; Commands
+
+(defun lsp-spark--next-edit-lines ()
+  "The region from the first line of the shown edit to its last."
+  (save-excursion
+    (cons (progn (goto-char (overlay-start lsp-spark--next-edit-overlay))
+                 (line-beginning-position))
+          (progn (goto-char (overlay-end lsp-spark--next-edit-overlay))
+                 (line-end-position)))))
+
+(defun lsp-spark--next-edit-make (server edit)
+  "Make EDIT, from SERVER, in the buffer; tell the server and ask for the next one.
+Point goes after the edit's new text."
+  (let ((start (overlay-start lsp-spark--next-edit-overlay))
+        (text (plist-get edit :text)))
+    (lsp-spark--next-edit-clear)
+    ;; eglot converts the range from the server's position encoding and
+    ;; makes the change one undo step; it refuses an edit for another version.
+    (let ((lsp-spark--next-edit-applying t)
+          (inhibit-message t))          ; no "applying 1 edits" in the echo area
+      (eglot--apply-text-edits
+       (vector (list :range (plist-get edit :range) :newText text))
+       (plist-get (plist-get edit :textDocument) :version)))
+    (goto-char (+ start (length text)))
+    (eglot--signal-textDocument/didChange)
+    (when-let* ((command (plist-get edit :command)))
+      (jsonrpc-async-request server :workspace/executeCommand
+                             (list :command (plist-get command :command)
+                                   :arguments (or (plist-get command :arguments) []))
+                             :success-fn #'ignore :error-fn #'ignore
+                             :timeout-fn #'ignore))
+    ;; The rest of the same prediction (the next use of a renamed name)
+    ;; comes back at once.
+    (lsp-spark--next-edit-request)))
+
+(defun lsp-spark-next-edit-apply ()
+  "Go to the shown next edit, or make it when point is on its lines.
+Going there leaves the mark where point was."
+  (interactive)
+  (when-let* ((edit lsp-spark--next-edit)
+              (server (lsp-spark--inline-server)))
+    (pcase-let ((`(,first . ,last) (lsp-spark--next-edit-lines)))
+      (if (<= first (point) last)
+          (lsp-spark--next-edit-make server edit)
+        (push-mark nil t)
+        (goto-char (overlay-start lsp-spark--next-edit-overlay))))))
+
+(defun lsp-spark-next-edit-dismiss ()
+  "Take the next edit away (and stop the request in flight)."
+  (interactive)
+  (lsp-spark--next-edit-cancel)
+  (lsp-spark--next-edit-clear))
+
+;; Moving to or making a next edit is no typing that asks for ghost text.
+(dolist (command '(lsp-spark-next-edit-apply lsp-spark-next-edit-dismiss))
+  (put command 'lsp-spark-inline t))
+
+;;; Diagnostics
+
+(defun lsp-spark--lsp-severity (type)
+  "The LSP DiagnosticSeverity of the flymake diagnostic TYPE."
+  (pcase (or (get type 'flymake-category) type)
+    ('flymake-error 1)
+    ('flymake-warning 2)
+    (_ 3)))
+
+(defun lsp-spark--lsp-diagnostic (diagnostic beg end)
+  "Flymake's DIAGNOSTIC, now from BEG to END, as an LSP Diagnostic.
+One eglot received from the server keeps its fields as sent; the range
+is always where the text it is about is now, in eglot's position
+encoding."
+  (let* ((data (flymake-diagnostic-data diagnostic))
+         (received (and (consp data) (alist-get 'eglot-lsp-diag data)))
+         (range (list :start (eglot--pos-to-lsp-position beg)
+                      :end (eglot--pos-to-lsp-position end))))
+    (if received
+        (plist-put (copy-sequence received) :range range)
+      (list :range range
+            :severity (lsp-spark--lsp-severity (flymake-diagnostic-type diagnostic))
+            :source (format "%s" (flymake-diagnostic-backend diagnostic))
+            :message (flymake-diagnostic-text diagnostic)))))
+
+(defun lsp-spark--buffer-diagnostics ()
+  "Flymake's diagnostics in this buffer as LSP Diagnostics, in buffer order.
+Read from flymake's overlays, which follow the text as it is edited."
+  (save-restriction
+    (widen)
+    (let ((overlays (cl-remove-if-not
+                     (lambda (overlay) (overlay-get overlay 'flymake-diagnostic))
+                     (overlays-in (point-min) (point-max)))))
+      (mapcar (lambda (overlay)
+                (lsp-spark--lsp-diagnostic (overlay-get overlay 'flymake-diagnostic)
+                                           (overlay-start overlay) (overlay-end overlay)))
+              (sort overlays (lambda (one other)
+                               (< (overlay-start one) (overlay-start other))))))))
+
+(defun lsp-spark--send-diagnostics ()
+  "Send the buffer's diagnostics with `lspSpark/diagnostics' if they changed."
+  (when-let* ((server (lsp-spark--inline-server)))
+    (let ((diagnostics (lsp-spark--buffer-diagnostics)))
+      (unless (equal diagnostics lsp-spark--sent-diagnostics)
+        (setq lsp-spark--sent-diagnostics diagnostics)
+        ;; The ranges are in the text as it is now: the server gets it first.
+        (eglot--signal-textDocument/didChange)
+        (jsonrpc-notify server lsp-spark--diagnostics-method
+                        (list :uri (plist-get (eglot--TextDocumentIdentifier) :uri)
+                              :diagnostics (vconcat diagnostics)))))))
+
+(defun lsp-spark--diagnostics-reported (&rest _)
+  "Send the buffer's diagnostics once flymake has taken its backends' reports.
+Runs after every report flymake handles (flymake has no hook for it);
+the reports of one moment are sent together."
+  (when (and lsp-spark-next-edit-mode (not lsp-spark--diagnostics-timer))
+    (setq lsp-spark--diagnostics-timer
+          (run-at-time
+           0 nil
+           (let ((buffer (current-buffer)))
+             (lambda ()
+               (when (buffer-live-p buffer)
+                 (with-current-buffer buffer
+                   (setq lsp-spark--diagnostics-timer nil)
+                   (lsp-spark--send-diagnostics)))))))))
+
+;;;###autoload
+(define-minor-mode lsp-spark-next-edit-mode
+  "Show the edit lsp-spark predicts you make next, wherever it is (eglot).
+After each change the server is asked for `textDocument/copilotInlineEdit';
+the text the edit replaces is struck through and its new text shown
+after it.  While one shows, `lsp-spark-next-edit-active-map' is active:
+\\{lsp-spark-next-edit-active-map}
+Ghost text at the cursor (`lsp-spark-inline-mode') takes its keys
+first.  Flymake's diagnostics go to the server as they change
+\(`lspSpark/diagnostics'), so that predictions can fix them."
+  :lighter nil
+  (lsp-spark--next-edit-clear)
+  (when lsp-spark--next-edit-timer
+    (cancel-timer lsp-spark--next-edit-timer)
+    (setq lsp-spark--next-edit-timer nil))
+  (if lsp-spark-next-edit-mode
+      (progn
+        ;; The faces inherit diff-mode's.
+        (require 'diff-mode)
+        (add-to-list 'emulation-mode-map-alists 'lsp-spark--next-edit-map-alist t)
+        (add-hook 'after-change-functions #'lsp-spark--next-edit-after-change nil t)
+        (advice-add 'flymake--handle-report :after #'lsp-spark--diagnostics-reported))
+    (lsp-spark--next-edit-cancel)
+    (setq lsp-spark--sent-diagnostics nil)
+    (remove-hook 'after-change-functions #'lsp-spark--next-edit-after-change t)))
 
 ;;;; Commands
 

@@ -29,6 +29,7 @@ import pytest
 
 from lsp_spark.prompts.chat import HOLE
 from lsp_spark.testing.cerebras_server import CerebrasTestServer
+from lsp_spark.testing.nextedit_model import is_next_edit_request, scripted_reply
 from tests.editors.helpers import TEST_KEY, editor_binary, missing_editor, spark_environment
 from tests.editors.terminal import TerminalScreen
 
@@ -43,6 +44,9 @@ COMPLETED = "def add(a, b):\n    return a + b\n\nprint(add(1, 2))\n"
 EDIT_COMMAND = "lspSpark.editWithInstruction"
 INSTRUCTION = "multiply instead of adding"
 SCREENSHOTS = "LSP_SPARK_SCREENSHOTS"
+NO_NEXT_EDIT = "<none/>"
+"""What the next-edit prompt tells the model to answer when no edit follows."""
+EDITABLE_REGION = re.compile(r"^Editable region of (.+?) \(", re.MULTILINE)
 LSP_MODE_DIR = "LSP_SPARK_LSP_MODE_DIR"
 
 # Debian installs ELPA packages such as elpa-eglot under /usr/share/emacs/site-lisp/elpa,
@@ -173,14 +177,66 @@ TERMINAL_SESSION = """;;; -*- lexical-binding: t; -*-
 ;; Typing `(' inserts `()', as in most people's editors.
 (electric-pair-mode 1)
 
-(defun test-open (file line)
-  "Show FILE with the cursor at the end of LINE (0-based), as `C-x C-f' would."
+(defvar-local test-undefined-names nil
+  "The names the test's linter reports wherever they are used.")
+
+(defun test-open (file line &optional column undefined-names)
+  "Show FILE with the cursor on LINE (0-based), at COLUMN or its end, as `C-x C-f'
+would; the test's linter reports UNDEFINED-NAMES in it."
   (switch-to-buffer (find-file-noselect file))
+  (setq test-undefined-names undefined-names)
+  ;; eglot manages the buffer at once when its server runs already.
+  (test-lint)
   (goto-char (point-min))
   (forward-line line)
-  (end-of-line)
+  (if column (forward-char column) (end-of-line))
   (run-hooks 'post-command-hook)  ; eglot connects once a command has run
   nil)
+
+(defun test-linter (report &rest _)
+  "A flymake backend that reports each use of `test-undefined-names' as pyflakes would."
+  (let (found)
+    (save-excursion
+      (dolist (name test-undefined-names)
+        (goto-char (point-min))
+        (while (re-search-forward (concat "\\\\_<" (regexp-quote name) "\\\\_>") nil t)
+          (push (flymake-make-diagnostic (current-buffer) (match-beginning 0) (match-end 0)
+                                         :error (format "undefined name '%s'" name))
+                found))))
+    (funcall report found)))
+
+(defun test-lint ()
+  "Run the test's linter next to eglot's diagnostics, as people add other backends."
+  (when (and (eglot-managed-p) test-undefined-names)
+    (add-hook 'flymake-diagnostic-functions #'test-linter nil t)
+    (flymake-start)))
+(add-hook 'eglot-managed-mode-hook #'test-lint)
+
+(defun test-next-edits ()
+  "What the overlays show of next edits: the text struck out (face
+`lsp-spark-next-edit-deletion') where it is, and the text shown after it
+\\(face `lsp-spark-next-edit')."
+  (let (edits)
+    (dolist (overlay (overlays-in (point-min) (point-max)))
+      (let ((old (if (eq (overlay-get overlay 'face) 'lsp-spark-next-edit-deletion)
+                     (buffer-substring-no-properties (overlay-start overlay)
+                                                     (overlay-end overlay))
+                   ""))
+            (new ""))
+        (dolist (property '(before-string display after-string))
+          (let ((value (overlay-get overlay property)))
+            (when (and (stringp value)
+                       (eq (get-text-property 0 'face value) 'lsp-spark-next-edit))
+              (setq new (concat new value)))))
+        (unless (and (string-empty-p old) (string-empty-p new))
+          (save-excursion
+            (goto-char (overlay-start overlay))
+            (push (list :line (1- (line-number-at-pos))
+                        :column (current-column)
+                        :old old
+                        :new new)
+                  edits)))))
+    (vconcat edits)))
 
 (defun test-shown-at-point ()
   "The text overlays show at point in place of, or next to, the buffer's text."
@@ -209,6 +265,10 @@ TERMINAL_SESSION = """;;; -*- lexical-binding: t; -*-
              :line (buffer-substring-no-properties (line-beginning-position)
                                                    (line-end-position))
              :column (- (point) (line-beginning-position))
+             :row (1- (line-number-at-pos))
+             :edits (test-next-edits)
+             ;; Whether lsp-spark sent flymake's diagnostics (to wait on, not to check).
+             :diagnostics-sent (length (bound-and-true-p lsp-spark--sent-diagnostics))
              :message (or (current-message) ""))))))
 
 (defun test-stats ()
@@ -331,12 +391,18 @@ def run_emacs(
 class Oracle:
     """A model that knows the finished files: it answers each prompt with what follows the
     text before the cursor in the file the prompt names (the rest of the line, or of the
-    file when a block is asked for), whichever keystroke's request reaches it."""
+    file when a block is asked for), whichever keystroke's request reaches it. Asked for a
+    next edit, it answers the edits that turn the file into its next-edit target, and
+    keeps the prompt."""
 
     def __init__(self) -> None:
         self.targets: dict[str, str] = {}
+        self.next_edit_targets: dict[str, str] = {}
+        self.next_edit_prompts: list[str] = []
 
     def __call__(self, body: Any) -> str:
+        if is_next_edit_request(body):
+            return self.next_edit(body)
         content = str(body["messages"][-1]["content"])
         header, _ = content.split("\n", 1)
         target = next(
@@ -355,6 +421,13 @@ class Oracle:
                     return rest.split("\n", 1)[0]
                 return rest.rstrip("\n")
         return ""
+
+    def next_edit(self, body: Any) -> str:
+        content = str(body["messages"][-1]["content"])
+        self.next_edit_prompts.append(content)
+        region = EDITABLE_REGION.search(content)
+        target = self.next_edit_targets.get(region.group(1)) if region else None
+        return NO_NEXT_EDIT if target is None else scripted_reply(body, target)
 
 
 class EmacsInTerminal:
@@ -383,13 +456,28 @@ class EmacsInTerminal:
     def decoded(self, expression: str) -> Any:
         return json.loads(base64.b64decode(self.eval(expression).strip('"')).decode())
 
-    def open(self, name: str, text: str, target: str, line: int) -> None:
-        """Edit a new file `name` holding `text`, the cursor at the end of `line` (0-based),
-        once lsp-spark manages it; the model completes it towards `target`."""
+    def open(
+        self,
+        name: str,
+        text: str,
+        target: str,
+        line: int,
+        column: int | None = None,
+        next_edit_target: str | None = None,
+        undefined_names: tuple[str, ...] = (),
+    ) -> None:
+        """Edit a new file `name` holding `text`, the cursor on `line` (0-based) at `column`
+        or its end, once lsp-spark manages it; the model completes it towards `target` and
+        predicts the edits that make it `next_edit_target`. The test's linter (a flymake
+        backend) reports each use of `undefined_names`."""
         path = self.directory / name
         path.write_text(text)
         self.oracle.targets[name] = target
-        self.eval(f"(test-open {json.dumps(str(path))} {line})")
+        if next_edit_target is not None:
+            self.oracle.next_edit_targets[name] = next_edit_target
+        names = f"'({' '.join(json.dumps(name) for name in undefined_names)})"
+        column_argument = "nil" if column is None else str(column)
+        self.eval(f"(test-open {json.dumps(str(path))} {line} {column_argument} {names})")
         self.wait(
             f"lsp-spark managing {name}",
             lambda state: state["file"] == str(path) and state["connected"] is True,
@@ -562,6 +650,131 @@ def test_ghost_text_replaces_the_auto_inserted_paren_after_an_emoji(
     assert shown["line"] == 'label = "😀 " + greet()'
     emacs.press("Tab")
     emacs.wait("the accepted call", lambda state: state["buffer"] == target)
+
+
+RECTANGLE = "def area(width, height):\n    assert width >= 0\n    return width * height\n"
+RENAMED_RECTANGLE = RECTANGLE.replace("width", "w")
+
+
+def next_edit(line: int, column: int, old: str, new: str) -> dict[str, Any]:
+    """A next edit as the overlays show it: `old` struck out at (line, column), `new` after."""
+    return {"line": line, "column": column, "old": old, "new": new}
+
+
+def test_next_edit_of_a_rename_shows_on_screen_and_tab_walks_its_uses(
+    emacs: EmacsInTerminal, tmp_path: Path
+) -> None:
+    """Renaming a parameter shows the rename at its next use, struck out and followed by the
+    new name, on the terminal screen; TAB goes there, TAB makes it (the server counts the
+    accept) and the next use shows at once; two more TABs finish the rename."""
+    emacs.open(
+        "rect.py",
+        RECTANGLE,
+        "",
+        line=0,
+        column=len("def area(width"),
+        next_edit_target=RENAMED_RECTANGLE,
+    )
+    before = emacs.stats()["nextEdit"]
+    emacs.press("M-BSpace")  # backward-kill-word: `width' goes
+    emacs.type("w")
+    first_use = next_edit(1, len("    assert "), "width", "w")
+    shown = emacs.wait(
+        "the next edit at the first use",
+        lambda state: state["edits"] == [first_use] and state["ghost"] == "",
+    )
+    assert shown["buffer"] == RECTANGLE.replace("area(width", "area(w")
+    assert (shown["row"], shown["column"]) == (0, len("def area(w"))
+    emacs.screen.wait_for(
+        lambda text: "\n    assert widthw >= 0\n" in text, WAIT, "the struck name and the new one"
+    )
+    emacs.screen.save_svg(
+        screenshot_path(tmp_path, "emacs-next-edit.svg"), "lsp-spark next edit in Emacs (eglot)"
+    )
+
+    emacs.press("Tab")
+    jumped = emacs.wait("the cursor at the edit", lambda state: state["row"] == 1)
+    assert jumped["column"] == first_use["column"]
+    assert jumped["edits"] == [first_use]
+
+    emacs.press("Tab")
+    second_use = next_edit(2, len("    return "), "width", "w")
+    applied = emacs.wait(
+        "the first use renamed and the second shown",
+        lambda state: state["edits"] == [second_use],
+    )
+    assert applied["line"] == "    assert w >= 0"
+    assert (applied["row"], applied["column"]) == (1, len("    assert w"))
+
+    emacs.press("Tab")
+    emacs.wait("the cursor at the second edit", lambda state: state["row"] == 2)
+    emacs.press("Tab")
+    done = emacs.wait("the rename finished", lambda state: state["buffer"] == RENAMED_RECTANGLE)
+    assert done["edits"] == []
+    emacs.wait_for_stats(
+        "both edits shown and accepted",
+        lambda stats: (
+            stats["nextEdit"]["accepted"] == before["accepted"] + 2
+            and stats["nextEdit"]["shown"] >= before["shown"] + 2
+        ),
+    )
+
+
+def test_next_edit_is_dismissed_with_c_g(emacs: EmacsInTerminal) -> None:
+    """C-g takes the shown next edit away and leaves the buffer as it was."""
+    box = "def volume(depth, width, height):\n    return depth * width * height\n"
+    emacs.open(
+        "box.py",
+        box,
+        "",
+        line=0,
+        column=len("def volume(depth"),
+        next_edit_target=box.replace("depth", "d"),
+    )
+    emacs.press("M-BSpace")
+    emacs.type("d")
+    renamed = box.replace("volume(depth", "volume(d")
+    emacs.wait(
+        "the next edit",
+        lambda state: (
+            state["edits"] == [next_edit(1, len("    return "), "depth", "d")]
+            and state["ghost"] == ""
+        ),
+    )
+    emacs.press("C-g")
+    dismissed = emacs.wait("the next edit dismissed", lambda state: state["edits"] == [])
+    assert dismissed["buffer"] == renamed
+    assert (dismissed["row"], dismissed["column"]) == (0, len("def volume(d"))
+
+
+def test_flymake_diagnostics_reach_the_prediction_that_fixes_them(
+    emacs: EmacsInTerminal,
+) -> None:
+    """A linter (a flymake backend beside eglot's) reports an undefined name; lsp-spark
+    sends it to the server (lspSpark/diagnostics), the next prediction's prompt holds it,
+    and the predicted fix shows and is made with TAB, TAB."""
+    leftover = "def area(width, height):\n    return width * size\n"
+    comment = "# Width times height."
+    fixed = f"def area(width, height):\n    {comment}\n    return width * height\n"
+    emacs.open(
+        "leftover.py", leftover, "", line=0, next_edit_target=fixed, undefined_names=("size",)
+    )
+    emacs.wait("the linter's problem sent", lambda state: state["diagnostics-sent"] == 1)
+    emacs.press("Enter")
+    emacs.type(comment)
+    fix = next_edit(2, len("    return width * "), "size", "height")
+    emacs.wait(
+        "the predicted fix",
+        lambda state: state["edits"] == [fix] and state["ghost"] == "",
+    )
+    assert any(
+        "Problems reported in the region:" in prompt and "undefined name 'size'" in prompt
+        for prompt in emacs.oracle.next_edit_prompts
+    ), emacs.oracle.next_edit_prompts
+    emacs.press("Tab")
+    emacs.wait("the cursor at the fix", lambda state: state["row"] == 2)
+    emacs.press("Tab")
+    emacs.wait("the fix made", lambda state: state["buffer"] == fixed)
 
 
 def test_lsp_mode_shows_ghost_text_on_screen_and_tab_accepts_it(tmp_path: Path) -> None:

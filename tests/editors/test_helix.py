@@ -25,6 +25,7 @@ import pytest
 import pytest_asyncio
 
 from lsp_spark.testing.cerebras_server import CerebrasTestServer
+from lsp_spark.testing.nextedit_model import is_next_edit_request, scripted_reply
 from tests.editors.helix_client import (
     HELIX_VERSION,
     OFFERED_ENCODINGS,
@@ -40,6 +41,9 @@ HELIX = ROOT / "editors" / "helix"
 DOCSTRING = ROOT / "fixtures" / "actions" / "python_docstring"
 UPSTREAM_WAIT = 30.0
 """Seconds to wait for the loopback server to finish an answer: a hang guard only."""
+ACTION_POLLS = 50
+"""Code action menus opened at most while the server stores a prediction the loopback
+server has already answered (a hang guard: the first or second one has it)."""
 ERROR = 1
 """`MessageType.Error`: shown in red in Helix's status line."""
 
@@ -138,6 +142,12 @@ class Session:
         return menu
 
 
+def session_config() -> dict[str, Any]:
+    """The config table as committed, with next edits off: their requests would take the
+    replies these tests script for completions (the test about them starts its own Helix)."""
+    return {**server_entry()["config"], "nextEdit": False}
+
+
 @pytest.fixture(scope="module")
 def cerebras() -> Iterator[CerebrasTestServer]:
     with CerebrasTestServer(api_key=TEST_KEY, models=["gpt-oss-120b"]) as server:
@@ -159,7 +169,7 @@ async def helix_session(
     helix, _ = await HelixClient.start(
         [sys.executable, "-m", "lsp_spark", *entry["args"]],
         main,
-        config=entry["config"],
+        config=session_config(),
         env=spark_environment(base / "home", cerebras.base_url),
         cwd=project,
     )
@@ -184,7 +194,7 @@ async def test_helix_starts_the_server_with_the_config_table_of_languages_toml(
     session: Session,
 ) -> None:
     helix = session.helix
-    config = server_entry()["config"]
+    config = session_config()
     initialize = next(message for message in helix.sent if message.get("method") == "initialize")
     assert initialize["params"]["initializationOptions"] == config
     assert initialize["params"]["clientInfo"] == {"name": "helix", "version": HELIX_VERSION}
@@ -338,3 +348,53 @@ async def test_resolving_a_code_action_asks_helix_nothing_while_it_waits(
 
     assert document.text == (DOCSTRING / "after.py").read_text()
     assert helix.requests_while_blocked == []
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_helix_gets_the_next_edit_as_the_first_code_action(
+    cerebras: CerebrasTestServer, tmp_path: Path
+) -> None:
+    """Helix has no next-edit display: after a rename, "Apply next edit" leads its code
+    action menu once the prediction is in, and choosing it renames the other uses. Helix
+    runs with the config table exactly as committed."""
+    cerebras.reset()
+    before = "def area(width, height):\n    return width * height\n"
+    expected = before.replace("width", "widths")
+
+    def reply(request: dict[str, Any]) -> str:
+        return scripted_reply(request, expected) if is_next_edit_request(request) else ""
+
+    cerebras.config.reply_fn = reply
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    path = project / "rename.py"
+    path.write_text(before)
+    entry = server_entry()
+    helix, document = await HelixClient.start(
+        [sys.executable, "-m", "lsp_spark", *entry["args"]],
+        path,
+        config=entry["config"],
+        env=spark_environment(tmp_path / "home", cerebras.base_url),
+        cwd=project,
+    )
+    try:
+        helix.place_cursor(document, 0, len("def area(width"))
+        await helix.type(document, "s")
+
+        def predicted() -> bool:
+            return any(
+                is_next_edit_request(request.body) and request.finished
+                for request in cerebras.completion_requests
+            )
+
+        await cerebras.wait_for_async(predicted, UPSTREAM_WAIT)
+        actions = []
+        for _ in range(ACTION_POLLS):
+            actions = await helix.code_actions(document)
+            if actions and actions[0].title == "Apply next edit":
+                break
+        assert [action.title for action in actions[:1]] == ["Apply next edit"]
+        await helix.choose(actions[0])
+        assert document.text == expected
+    finally:
+        assert await helix.quit() == 0

@@ -557,6 +557,7 @@ function main(result)
   }
   result.bad_cmd_rejected = not pcall(spark.setup, { cmd = "lsp-spark serve" })
   result.bad_keys_rejected = not pcall(spark.setup, { keys = "<Tab>" })
+  result.bad_next_edit_rejected = not pcall(spark.setup, { next_edit = "yes" })
   result.setup_without_keys = pcall(spark.setup, { keys = false, filetypes = { "python" } })
   result.default_settings_json = vim.fn.json_encode(spark.config.settings)
   result.no_client = spark.client(0) == nil
@@ -627,6 +628,7 @@ def test_setup_defines_commands_and_edit_ranges_count_the_clients_units(
     assert result["commands"] == {"stats": 2, "edit": 2}
     assert result["bad_cmd_rejected"] is True
     assert result["bad_keys_rejected"] is True
+    assert result["bad_next_edit_rejected"] is True
     assert result["setup_without_keys"] is True
     assert result["no_client"] is True
     assert result["default_settings_json"] == "{}", "no settings must still be a JSON object"

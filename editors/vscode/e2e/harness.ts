@@ -159,11 +159,13 @@ async function stopGroup(child: ChildProcess): Promise<void> {
 }
 
 /** The scripted "model" of loopback.py: what it completes from (sampled requests: from the
- * alternatives in turn), and its edits per instruction. */
+ * alternatives in turn), its edits per instruction, and its next-edit predictions (the file as
+ * it should read once a region containing the marker is edited on). */
 export interface Model {
   source: string;
   alternatives?: string[];
   edits?: Record<string, [string, string][]>;
+  nextEdits?: [marker: string, expected: string][];
 }
 
 export interface SessionOptions {
@@ -408,6 +410,29 @@ export class Session {
     await this.ghostText().first().waitFor({ state: "detached" });
   }
 
+  /**
+   * Waits until the extension's decorations on screen show exactly `expected` (one line's
+   * struck-through and inserted text), or nothing when it is undefined. On a timeout the error
+   * says what the editor showed instead.
+   */
+  async waitForNextEdit(expected: NextEditOnScreen | undefined): Promise<void> {
+    const wanted = JSON.stringify(expected === undefined ? [] : [expected]);
+    try {
+      await this.page.waitForFunction(`JSON.stringify((${nextEditsOnScreen.toString()})()) === ${JSON.stringify(wanted)}`, undefined, {
+        timeout: STEP_MS,
+        polling: "raf",
+      });
+    } catch (error) {
+      const shown = await this.page.evaluate(nextEditsOnScreen).catch(() => "(unreadable)");
+      throw new Error(`${(error as Error).message}; wanted ${wanted}, the editor shows ${JSON.stringify(shown)}`);
+    }
+  }
+
+  /** Waits until the status bar puts the cursor at `line`:`column`, 1-based as it shows them. */
+  async waitForCursor(line: number, column: number): Promise<void> {
+    await this.page.locator(".statusbar-item", { hasText: new RegExp(`^Ln ${line}, Col ${column}$`) }).waitFor();
+  }
+
   /** lsp-spark's status bar item. */
   statusItem(): Locator {
     return this.page.locator(".statusbar-item", { hasText: "lsp-spark:" });
@@ -475,6 +500,40 @@ export class Session {
     }
     rmSync(this.root, { recursive: true, force: true });
   }
+}
+
+/** One line of the editor with a next edit drawn on it: the line's text (the struck-through
+ * text included), the struck-through text and the text the decoration inserts after it. */
+export interface NextEditOnScreen {
+  line: string;
+  struck: string;
+  inserted: string;
+}
+
+/**
+ * Runs in the page: every editor line carrying the extension's decorations (the `ced-` classes
+ * VS Code gives TextEditorDecorationTypes), with the text drawn struck through and the text
+ * their `::after` content inserts, as the user sees them.
+ */
+function nextEditsOnScreen(): NextEditOnScreen[] {
+  const found: NextEditOnScreen[] = [];
+  for (const line of document.querySelectorAll(".editor-instance .monaco-editor .view-lines .view-line")) {
+    let struck = "";
+    let inserted = "";
+    for (const span of line.querySelectorAll<HTMLElement>("span[class*='ced-']")) {
+      if (getComputedStyle(span).textDecorationLine.includes("line-through")) {
+        struck += span.textContent ?? "";
+      }
+      const content = getComputedStyle(span, "::after").content;
+      if (content.startsWith('"')) {
+        inserted += JSON.parse(content) as string;
+      }
+    }
+    if (struck !== "" || inserted !== "") {
+      found.push({ line: (line.textContent ?? "").replace(/\u00a0/g, " "), struck, inserted });
+    }
+  }
+  return found;
 }
 
 /** Resolves once `file` reads `expected`, watching its folder (VS Code's server writes it). */

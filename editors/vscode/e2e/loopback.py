@@ -13,6 +13,11 @@ outlives the Node.js process that started it. The script is a JSON object:
   as a model sampling answers differently each time.
 - `edits`: `{instruction: [[old, new], ...]}`. An edit request is answered with its scope
   with each `old` replaced by `new`, in a fenced block as a chat model replies.
+- `nextEdits` (optional): `[[marker, expected], ...]`. A next-edit request whose editable
+  region contains `marker` (the first such pair) is answered with the edits that make the
+  file read as `expected` (`lsp_spark.testing.nextedit_model.scripted_reply`); one whose
+  region contains none of them predicts nothing. So a prediction follows only the change the
+  test typed.
 
 Anything else (a request of another kind) gets an empty reply. Each reply is written to
 stderr, with its kind, for the test's diagnostics and counts.
@@ -31,6 +36,7 @@ from lsp_spark.prompts.actions import EDIT_SYSTEM
 from lsp_spark.prompts.chat import HOLE
 from lsp_spark.prompts.chat import SYSTEM_PROMPT as COMPLETION_SYSTEM
 from lsp_spark.testing.cerebras_server import CerebrasTestServer
+from lsp_spark.testing.nextedit_model import is_next_edit_request, region_of, scripted_reply
 
 MATCHED_CHARACTERS = 200
 """How much of the text before the cursor is looked up in the source, at most."""
@@ -38,17 +44,24 @@ MINIMUM_MATCH = 12
 """A shorter match (a few letters that could be anywhere) answers nothing."""
 SCOPE = re.compile(r"The scope:\n(`{3,})[^\n]*\n(?P<code>.*?)\n\1", re.DOTALL)
 INSTRUCTION = re.compile(r"^Instruction: (?P<instruction>.*)$", re.MULTILINE)
+NO_NEXT_EDIT = "<none/>"
+"""The next-edit model's answer when no edit follows (lsp_spark.nextedit.prompt.SYSTEM)."""
 
 
 class ScriptedModel:
     """Replies decided by the request's content (see the module docstring)."""
 
     def __init__(
-        self, source: str, alternatives: list[str], edits: dict[str, list[tuple[str, str]]]
+        self,
+        source: str,
+        alternatives: list[str],
+        edits: dict[str, list[tuple[str, str]]],
+        next_edits: list[tuple[str, str]],
     ) -> None:
         self.source = source
         self.alternatives = alternatives
         self.edits = edits
+        self.next_edits = next_edits
         self.sampled = 0
 
     def reply(self, body: dict[str, Any]) -> str:
@@ -63,6 +76,8 @@ class ScriptedModel:
             kind, reply = "completion", rest_of_line(self.source, user)
         elif system == EDIT_SYSTEM:
             kind, reply = "edit", self.edited_scope(user)
+        elif is_next_edit_request(body):
+            kind, reply = "next_edit", self.predicted_edits(body)
         else:
             kind, reply = "other", ""
         print(f"{kind} request answered {reply!r}", file=sys.stderr, flush=True)
@@ -76,6 +91,13 @@ class ScriptedModel:
         for old, new in self.edits.get(instruction["instruction"].strip(), []):
             code = code.replace(old, new)
         return f"```python\n{code}\n```"
+
+    def predicted_edits(self, body: dict[str, Any]) -> str:
+        region = "\n".join(region_of(body)[3])
+        for marker, expected in self.next_edits:
+            if marker in region:
+                return scripted_reply(body, expected)
+        return NO_NEXT_EDIT
 
 
 def rest_of_line(source: str, prompt: str) -> str:
@@ -92,7 +114,7 @@ def rest_of_line(source: str, prompt: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("script", type=Path, help="JSON: {source, alternatives, edits}")
+    parser.add_argument("script", type=Path, help="JSON: {source, alternatives, edits, nextEdits}")
     parser.add_argument("--ttft", type=float, default=0.0, help="seconds before the first token")
     parser.add_argument("--tps", type=float, default=0.0, help="tokens per second; 0: no pacing")
     parser.add_argument("--api-key", help="require 'Authorization: Bearer KEY'")
@@ -102,7 +124,8 @@ def main(argv: list[str] | None = None) -> int:
         instruction: [(old, new) for old, new in pairs]
         for instruction, pairs in script.get("edits", {}).items()
     }
-    model = ScriptedModel(script["source"], script.get("alternatives", []), edits)
+    next_edits = [(marker, expected) for marker, expected in script.get("nextEdits", [])]
+    model = ScriptedModel(script["source"], script.get("alternatives", []), edits, next_edits)
     with CerebrasTestServer(
         ttft=args.ttft,
         tokens_per_second=args.tps or None,

@@ -29,17 +29,41 @@ const SCALE_ALTERNATIVES = ["    return list(map(lambda value: value * factor, v
 const INSTRUCTION = "skip missing values";
 const EDITED_TOTAL = "    return sum(value for value in values if value is not None)";
 
+/** The next-edit scenario: the user renames a parameter, the server predicts its other uses. */
+const CLAMP_FILE = "clamp.py";
+const CLAMP = [
+  "def clamp(value, lowest, highest):",
+  "    if value < lowest:",
+  "        return lowest",
+  "    if value > highest:",
+  "        return highest",
+  "    return value",
+  "",
+].join("\n");
+const RENAMED_SIGNATURE = "def clamp(number, lowest, highest):";
+/** The file once the rename is done everywhere: what the scripted model predicts. */
+const CLAMP_RENAMED = CLAMP.replaceAll("value", "number");
+/** The file with the signature and the first `uses` uses renamed. */
+function clampRenamedUpTo(uses: number): string {
+  let text = CLAMP.replace("clamp(value", "clamp(number");
+  for (let use = 0; use < uses; use++) {
+    text = text.replace(/\bvalue\b/, "number");
+  }
+  return text;
+}
+
 let session: Session | undefined;
 let missing: string | undefined;
 
 before(async () => {
   try {
     session = await Session.start({
-      files: { [FILE]: INITIAL },
+      files: { [FILE]: INITIAL, [CLAMP_FILE]: CLAMP },
       model: {
         source: SOURCE,
         alternatives: SCALE_ALTERNATIVES.map((line) => SOURCE.replace(SCALE_BODY, line)),
         edits: { [INSTRUCTION]: [["    return sum(values)", EDITED_TOTAL]] },
+        nextEdits: [[RENAMED_SIGNATURE, CLAMP_RENAMED]],
       },
       // As tests/editors/helpers.py spark_environment: answers never wait for a debounce,
       // and no prefetch asks the model anything the test did not type.
@@ -161,6 +185,49 @@ test("ghost text in VS Code, from the packaged extension and the real server", a
       await s.page.locator(".editor-instance .view-line", { hasText: "if value is not None" }).waitFor();
       const cycled = SOURCE.replace(SCALE_BODY, SCALE_ALTERNATIVES[1]!);
       await s.saveAndExpect(FILE, cycled.replace("    return sum(values)", EDITED_TOTAL));
+    }),
+  );
+
+  await t.test("renaming a parameter shows the next edit: the old name struck through, the new one after it", (t) =>
+    step(t, async (s) => {
+      await s.openFile(CLAMP_FILE);
+      await s.goTo(1, 11);
+      await s.page.keyboard.press("Control+Shift+ArrowRight");
+      await s.page.keyboard.type("number");
+      await s.waitForNextEdit({ line: "    if value < lowest:", struck: "value", inserted: "number" });
+      const screenshot = path.join(process.env.LSP_SPARK_SCREENSHOTS || tmpdir(), "vscode-next-edit.png");
+      await s.screenshot(screenshot);
+      t.diagnostic(`screenshot: ${screenshot}`);
+    }),
+  );
+
+  await t.test("Tab goes to the edit, Tab again applies it, and the prediction's next use is shown", (t) =>
+    step(t, async (s) => {
+      await s.page.keyboard.press("Tab");
+      await s.waitForCursor(2, 8);
+      await s.waitForNextEdit({ line: "    if value < lowest:", struck: "value", inserted: "number" });
+      await s.page.keyboard.press("Tab");
+      await s.waitForNextEdit({ line: "    if value > highest:", struck: "value", inserted: "number" });
+      await s.saveAndExpect(CLAMP_FILE, clampRenamedUpTo(1));
+    }),
+  );
+
+  await t.test("Tab applies the chained second use the same way", (t) =>
+    step(t, async (s) => {
+      await s.page.keyboard.press("Tab");
+      await s.waitForCursor(4, 8);
+      await s.page.keyboard.press("Tab");
+      await s.waitForNextEdit({ line: "    return value", struck: "value", inserted: "number" });
+      await s.saveAndExpect(CLAMP_FILE, clampRenamedUpTo(2));
+    }),
+  );
+
+  await t.test("Escape dismisses the next edit and leaves the file as it is", (t) =>
+    step(t, async (s) => {
+      await s.page.keyboard.press("Escape");
+      await s.waitForNextEdit(undefined);
+      await s.page.keyboard.press("Tab");
+      await s.saveAndExpect(CLAMP_FILE, clampRenamedUpTo(2).replace("    if number > highest:", "    if number    > highest:"));
     }),
   );
 

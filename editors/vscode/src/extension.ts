@@ -1,8 +1,9 @@
-/** VS Code glue: start `lsp-spark serve`, forward settings, commands and the status bar item. */
+/** VS Code glue: start `lsp-spark serve`, forward settings, commands, next edits and the status bar item. */
 
 import * as vscode from "vscode";
 import {
   CancellationToken,
+  type ClientCapabilities,
   DidChangeConfigurationNotification,
   ExecuteCommandRequest,
   LanguageClient,
@@ -15,8 +16,10 @@ import {
 } from "vscode-languageclient/node";
 
 import { buildEditArgument, validateInstruction } from "./edit";
+import { NextEdits } from "./nextEdit";
 import {
   DEFAULT_SERVER_COMMAND,
+  DOCUMENT_SCHEMES,
   EDIT_COMMAND,
   SECTION,
   SERVER_ARGS,
@@ -68,6 +71,27 @@ class ClientCommandsFeature implements StaticFeature {
   clear(): void {}
 }
 
+/**
+ * Tells the server that VS Code already waits after keystrokes (50 ms) and cancels stale
+ * inline completion requests, so the server does not wait a second time.
+ */
+class DebounceDeclaration implements StaticFeature {
+  fillClientCapabilities(capabilities: ClientCapabilities): void {
+    capabilities.experimental = {
+      ...(capabilities.experimental as Record<string, unknown> | undefined),
+      lspSpark: { debouncesInlineCompletion: true },
+    };
+  }
+
+  initialize(): void {}
+
+  getState(): { kind: "static" } {
+    return { kind: "static" };
+  }
+
+  clear(): void {}
+}
+
 class Spark implements vscode.Disposable {
   private client: LanguageClient | undefined;
   private state: ClientState = "starting";
@@ -79,6 +103,7 @@ class Spark implements vscode.Disposable {
     STATUS_REFRESH_MS,
     () => vscode.window.state.focused,
   );
+  private readonly nextEdits = new NextEdits(() => this.running());
 
   constructor(private readonly declared: readonly string[]) {
     this.statusItem.command = SHOW_STATS_COMMAND;
@@ -105,7 +130,7 @@ class Spark implements vscode.Disposable {
     };
     const initial = this.forwardedSettings();
     const clientOptions: LanguageClientOptions = {
-      documentSelector: [{ scheme: "file" }, { scheme: "untitled" }],
+      documentSelector: DOCUMENT_SCHEMES.map((scheme) => ({ scheme })),
       initializationOptions: initial,
       outputChannelName: "lsp-spark",
       middleware: {
@@ -134,6 +159,7 @@ class Spark implements vscode.Disposable {
     const client = new LanguageClient("lspSpark", "lsp-spark", serverOptions, clientOptions);
     // vscode-languageclient 10.x registers InlineCompletionItemFeature among its built-in features (9.x only via ProposedFeatures.createAll), so registerProposedFeatures() is not needed.
     client.registerFeature(new ClientCommandsFeature());
+    client.registerFeature(new DebounceDeclaration());
     client.onDidChangeState((event) => {
       if (event.newState === State.Running) {
         this.setState("running");
@@ -141,6 +167,7 @@ class Spark implements vscode.Disposable {
           this.pushSettings(client);
         }
         this.refresher.poke();
+        this.nextEdits.onServerStarted();
       } else if (this.client === client) {
         this.setState(event.newState === State.Starting ? "starting" : "stopped");
       }
@@ -265,6 +292,7 @@ class Spark implements vscode.Disposable {
   }
 
   dispose(): void {
+    this.nextEdits.dispose();
     this.refresher.dispose();
     this.statusItem.dispose();
     this.statsChannel.dispose();

@@ -10,6 +10,17 @@ export const STATS_PARAMS = {};
 export const EDIT_COMMAND = "lspSpark.editWithInstruction";
 export const TOGGLE_COMMAND = "lspSpark.toggle";
 export const SHOW_STATS_COMMAND = "lspSpark.showStats";
+export const NEXT_EDIT_JUMP_OR_APPLY_COMMAND = "lspSpark.nextEdit.jumpOrApply";
+export const NEXT_EDIT_DISMISS_COMMAND = "lspSpark.nextEdit.dismiss";
+/** The context key the Tab and Escape keybindings of package.json depend on. */
+export const NEXT_EDIT_VISIBLE_CONTEXT = "lspSpark.nextEditVisible";
+export const INLINE_EDIT_REQUEST = "textDocument/copilotInlineEdit";
+export const DID_SHOW_INLINE_EDIT_NOTIFICATION = "textDocument/didShowInlineEdit";
+export const DIAGNOSTICS_NOTIFICATION = "lspSpark/diagnostics";
+/** The `source` of the server's own diagnostics (its review findings). */
+export const OWN_DIAGNOSTIC_SOURCE = "lsp-spark";
+/** The URI schemes of the documents the server is given (the client's document selector). */
+export const DOCUMENT_SCHEMES: readonly string[] = ["file", "untitled"];
 export const DEFAULT_SERVER_COMMAND = "lsp-spark";
 export const SERVER_ARGS: readonly string[] = ["serve"];
 
@@ -18,6 +29,8 @@ export const CLIENT_COMMANDS: ReadonlySet<string> = new Set([
   EDIT_COMMAND,
   TOGGLE_COMMAND,
   SHOW_STATS_COMMAND,
+  NEXT_EDIT_JUMP_OR_APPLY_COMMAND,
+  NEXT_EDIT_DISMISS_COMMAND,
 ]);
 
 /**

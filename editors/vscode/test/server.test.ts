@@ -265,8 +265,10 @@ test("every setting package.json declares is one the server accepts", async () =
   const settings: Record<string, Inspected> = {};
   for (const key of declared) {
     const schema = MANIFEST.contributes.configuration.properties[`${SECTION}.${key}`];
-    const sample = schema.enum?.[0] ?? (schema.default === null || schema.default === "" ? "x" : schema.default);
-    settings[key] = { globalValue: key === "baseUrl" ? baseUrl : key === "debounceMs" ? 5 : sample };
+    const types = [schema.type].flat();
+    const unsetSample = types.includes("boolean") ? true : types.includes("integer") ? 5 : "x";
+    const sample = schema.enum?.[0] ?? (schema.default === null || schema.default === "" ? unsetSample : schema.default);
+    settings[key] = { globalValue: key === "baseUrl" ? baseUrl : sample };
   }
   settings.backend = { globalValue: "cerebras" };
   settings.apiKey = { globalValue: "test-key" };

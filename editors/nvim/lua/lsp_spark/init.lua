@@ -1,6 +1,6 @@
 -- lsp-spark for Neovim: ghost text (the built-in inline completion on 0.12+, the plugin's
--- own extmarks on 0.7 to 0.11, see ghost.lua), completion items, :LspSparkStats and
--- :LspSparkEdit.
+-- own extmarks on 0.7 to 0.11, see ghost.lua), next edits (nextedit.lua), completion
+-- items, :LspSparkStats and :LspSparkEdit.
 local util = require("lsp_spark.util")
 
 local M = {}
@@ -16,6 +16,10 @@ local DEFAULT_KEYS = {
   next = "<M-]>",
   prev = "<M-[>",
   dismiss = "<C-]>",
+  -- Next edits (nextedit.lua): normal mode, insert mode, normal mode.
+  apply_edit = "<Tab>",
+  apply_edit_insert = "<M-CR>",
+  dismiss_edit = "<Esc>",
 }
 local DEFAULT_ROOT_MARKERS = { ".git", ".hg", ".svn" }
 
@@ -28,6 +32,9 @@ local function resolve_options(opts)
   end
   if opts.settings ~= nil and type(opts.settings) ~= "table" then
     error("lsp_spark.setup: settings must be a table", 2)
+  end
+  if opts.next_edit ~= nil and type(opts.next_edit) ~= "boolean" then
+    error("lsp_spark.setup: next_edit must be true or false", 2)
   end
   if opts.filetypes ~= nil and type(opts.filetypes) ~= "table" then
     error("lsp_spark.setup: filetypes must be a list or nil (all filetypes)", 2)
@@ -50,6 +57,7 @@ local function resolve_options(opts)
     filetypes = opts.filetypes,
     root_markers = opts.root_markers or DEFAULT_ROOT_MARKERS,
     keys = keys,
+    next_edit = opts.next_edit ~= false,
   }
 end
 
@@ -233,6 +241,9 @@ local function on_attach(config)
   return function(client, bufnr)
     if vim.bo[bufnr].omnifunc == "" then
       vim.bo[bufnr].omnifunc = "v:lua.vim.lsp.omnifunc"
+    end
+    if config.next_edit then
+      require("lsp_spark.nextedit").attach(client, bufnr, config.keys)
     end
     local capabilities = client.server_capabilities or {}
     if not capabilities.inlineCompletionProvider then

@@ -1,0 +1,1 @@
+"""Next-edit predictions: the edit after this one, near the cursor."""

@@ -1,0 +1,313 @@
+"""Next-edit predictions through the real server and the loopback Cerebras server."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from lsprotocol import types
+from pygls.lsp.client import LanguageClient
+
+from lsp_spark.testing.cerebras_server import CerebrasTestServer
+from lsp_spark.testing.nextedit_model import is_next_edit_request, scripted_reply
+from tests.conftest import QUIET, SEEN, TEST_KEY, cerebras_options
+from tests.test_actions import close, launch
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+FILES = itertools.count(1)
+
+AREA = """def area(width, height):
+    \"\"\"The rectangle's area.\"\"\"
+    if width < 0:
+        raise ValueError("negative width")
+    return width * height
+
+
+def total(rows):
+    return sum(area(w, h) for w, h in rows)
+"""
+RENAMED = AREA.replace("width", "w").replace("negative w", "negative width")
+
+
+@pytest.fixture(scope="module")
+def shared_cerebras() -> Iterator[CerebrasTestServer]:
+    with CerebrasTestServer(api_key=TEST_KEY) as server:
+        yield server
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def shared_server(shared_cerebras: CerebrasTestServer) -> AsyncIterator[LanguageClient]:
+    """One server for the module: each test works on a file of its own."""
+    client = await launch(cerebras_options(shared_cerebras, nextEdit=True))
+    yield client
+    await close(client)
+
+
+Spark = tuple[LanguageClient, CerebrasTestServer, str]
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def spark(shared_server: LanguageClient, shared_cerebras: CerebrasTestServer) -> Spark:
+    """The shared server, the loopback server's records cleared, and a new file's URI."""
+    shared_cerebras.reset()
+    return shared_server, shared_cerebras, f"file:///work/shapes{next(FILES)}.py"
+
+
+def scripted(server: CerebrasTestServer, expected: str) -> None:
+    def reply(request: dict[str, Any]) -> str:
+        return scripted_reply(request, expected) if is_next_edit_request(request) else ""
+
+    server.config.reply_fn = reply
+
+
+def open_file(client: LanguageClient, uri: str, text: str) -> None:
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(types.TextDocumentItem(uri, "python", 1, text))
+    )
+
+
+def change(
+    client: LanguageClient,
+    uri: str,
+    version: int,
+    start: tuple[int, int],
+    end: tuple[int, int],
+    text: str,
+) -> None:
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            types.VersionedTextDocumentIdentifier(version=version, uri=uri),
+            [
+                types.TextDocumentContentChangePartial(
+                    range=types.Range(types.Position(*start), types.Position(*end)), text=text
+                )
+            ],
+        )
+    )
+
+
+def plain(value: Any) -> Any:
+    if hasattr(value, "_asdict"):
+        return {key: plain(item) for key, item in value._asdict().items()}
+    if isinstance(value, list):
+        return [plain(item) for item in value]
+    return value
+
+
+async def ask(client: LanguageClient, uri: str, line: int, character: int) -> list[dict[str, Any]]:
+    result = await client.protocol.send_request_async(
+        "textDocument/copilotInlineEdit",
+        {
+            "textDocument": {"uri": uri, "version": 0},
+            "position": {"line": line, "character": character},
+        },
+    )
+    return plain(result)["edits"]
+
+
+async def stats(client: LanguageClient) -> dict[str, Any]:
+    return plain(await client.protocol.send_request_async("lspSpark/stats", None))
+
+
+def apply(text: str, edit: dict[str, Any], eol: str = "\n", encoding: str = "utf-16") -> str:
+    """`edit` applied to `text`, its columns counted in `encoding` code units."""
+    lines = text.split(eol)
+    width = 2 if encoding == "utf-16" else 4
+
+    def offset(position: dict[str, int]) -> int:
+        line, remaining, column = lines[position["line"]], position["character"], 0
+        while remaining > 0:
+            remaining -= width if ord(line[column]) > 0xFFFF else 1
+            column += 1
+        return sum(len(row) + len(eol) for row in lines[: position["line"]]) + column
+
+    start, end = edit["range"]["start"], edit["range"]["end"]
+    return text[: offset(start)] + edit["text"] + text[offset(end) :]
+
+
+def send_edit(client: LanguageClient, uri: str, version: int, edit: dict[str, Any]) -> None:
+    start, end = edit["range"]["start"], edit["range"]["end"]
+    position = (start["line"], start["character"]), (end["line"], end["character"])
+    change(client, uri, version, *position, edit["text"])
+
+
+async def renamed_width(spark: Spark, expected: str) -> None:
+    """The user renamed `width` on line 0 of AREA; the model will predict `expected`."""
+    client, cerebras, uri = spark
+    scripted(cerebras, expected)
+    open_file(client, uri, AREA)
+    change(client, uri, 2, (0, 9), (0, 14), "w")
+
+
+async def test_a_rename_is_offered_at_each_use_and_walked_with_one_model_call(spark: Spark) -> None:
+    client, cerebras, uri = spark
+    await renamed_width(spark, RENAMED)
+    text = AREA.replace("area(width", "area(w")
+    version = 2
+    asked = []
+    for _ in range(2):
+        edits = await ask(client, uri, 0, 10)
+        asked.append(sum(is_next_edit_request(r.body) for r in cerebras.completion_requests))
+        first = edits[0]
+        assert first["textDocument"] == {"uri": uri, "version": version}
+        assert first["text"] == "w", edits
+        text = apply(text, first)
+        version += 1
+        send_edit(client, uri, version, first)
+    assert text == RENAMED
+    assert asked == [1, 1], "the second use comes from the same prediction"
+
+
+async def test_positions_count_in_the_negotiated_encoding_and_keep_crlf(spark: Spark) -> None:
+    """A line with an emoji (two UTF-16 units, four UTF-8 bytes) before the renamed use."""
+    shared, cerebras, uri = spark
+    before = 'def greet(name):\r\n    print("🙂 hi", name)\r\n    return name\r\n'
+    expected = before.replace("name", "who")
+    scripted(cerebras, expected)
+    utf8 = await launch(cerebras_options(cerebras, nextEdit=True), encodings=["utf-8"])
+    try:
+        for client, encoding, column in ((shared, "utf-16", 19), (utf8, "utf-8", 21)):
+            open_file(client, uri, before)
+            change(client, uri, 2, (0, 10), (0, 14), "who")
+            text = before.replace("greet(name", "greet(who")
+            edits = await ask(client, uri, 0, 13)
+            assert [(e["range"]["start"], e["range"]["end"], e["text"]) for e in edits] == [
+                ({"line": 1, "character": column}, {"line": 1, "character": column + 4}, "who"),
+                ({"line": 2, "character": 11}, {"line": 2, "character": 15}, "who"),
+            ]
+            for edit in reversed(edits):
+                text = apply(text, edit, "\r\n", encoding)
+            assert text == expected
+    finally:
+        await close(utf8)
+
+
+async def test_a_keystroke_cancels_the_prediction_and_closes_its_stream(spark: Spark) -> None:
+    client, cerebras, uri = spark
+    cerebras.config.ttft = QUIET
+    try:
+        open_file(client, uri, AREA)
+        change(client, uri, 2, (0, 9), (0, 14), "w")
+        asked = asyncio.ensure_future(ask(client, uri, 0, 10))
+        await cerebras.wait_for_async(lambda: len(cerebras.completion_requests) == 1, SEEN)
+        cancelled = (await stats(client))["nextEdit"]["cancelled"]
+        change(client, uri, 3, (0, 10), (0, 10), "i")
+        await cerebras.wait_for_async(lambda: len(cerebras.completion_requests) == 2, SEEN)
+        first = cerebras.completion_requests[0]
+        await cerebras.wait_for_async(lambda: first.client_hung_up, SEEN)
+        assert first.tokens_sent == 0
+        assert (await stats(client))["nextEdit"]["cancelled"] == cancelled + 1
+        assert await asyncio.wait_for(asked, SEEN) == [], "an answer for an older version"
+    finally:
+        cerebras.config.ttft = 0.0
+        client.text_document_did_close(
+            types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri))
+        )
+
+
+async def test_an_edit_that_undoes_the_users_or_breaks_the_syntax_is_not_offered(
+    spark: Spark,
+) -> None:
+    client, cerebras, uri = spark
+    await renamed_width(spark, AREA.replace("return width * height", "return width * (height"))
+    assert await ask(client, uri, 0, 10) == []
+    assert len(cerebras.completion_requests) == 1
+
+
+async def test_typing_against_the_prediction_drops_it_and_asks_again(spark: Spark) -> None:
+    client, cerebras, uri = spark
+    await renamed_width(spark, RENAMED)
+    assert [edit["text"] for edit in await ask(client, uri, 0, 10)] == ["w", "w"]
+    contradicted = (await stats(client))["nextEdit"]["contradicted"]
+    change(client, uri, 3, (2, 7), (2, 12), "size")  # not the name the prediction wants
+    edits = await ask(client, uri, 2, 11)
+    assert len(cerebras.completion_requests) == 2
+    assert (await stats(client))["nextEdit"]["contradicted"] == contradicted + 1
+    assert [edit["range"]["start"]["line"] for edit in edits] == [2, 4]
+
+
+async def test_editors_without_next_edit_get_it_as_ghost_text_and_as_a_code_action(
+    spark: Spark,
+) -> None:
+    client, _, uri = spark
+    await renamed_width(spark, RENAMED)
+    assert len(await ask(client, uri, 0, 10)) == 2
+    ghost = await client.text_document_inline_completion_async(
+        types.InlineCompletionParams(
+            text_document=types.TextDocumentIdentifier(uri),
+            position=types.Position(2, 7),
+            context=types.InlineCompletionContext(
+                trigger_kind=types.InlineCompletionTriggerKind.Automatic
+            ),
+        )
+    )
+    assert ghost is not None
+    [item] = ghost.items
+    assert item.insert_text == "w"
+    assert item.range == types.Range(types.Position(2, 7), types.Position(2, 12))
+    actions = await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri),
+            range=types.Range(types.Position(4, 0), types.Position(4, 0)),
+            context=types.CodeActionContext(diagnostics=[]),
+        )
+    )
+    assert actions
+    first = actions[0]
+    assert isinstance(first, types.CodeAction) and first.title == "Apply next edit"
+    assert first.edit is not None and first.edit.changes is not None
+    text = AREA.replace("area(width", "area(w")
+    edits = first.edit.changes[uri]
+    for edit in sorted(
+        edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True
+    ):
+        text = apply(
+            text,
+            {
+                "range": plain(client.protocol._converter.unstructure(edit.range)),
+                "text": edit.new_text,
+            },
+        )
+    assert text == RENAMED
+
+
+async def test_the_editors_diagnostics_reach_the_prompt_and_tokens_are_counted(
+    spark: Spark,
+) -> None:
+    client, cerebras, uri = spark
+    scripted(cerebras, RENAMED)
+    open_file(client, uri, AREA)
+    problem = {
+        "range": {"start": {"line": 2, "character": 7}, "end": {"line": 2, "character": 12}},
+        "message": '"width" is not defined',
+        "severity": 1,
+        "source": "pyright",
+    }
+    client.protocol.notify("lspSpark/diagnostics", {"uri": uri, "diagnostics": [problem]})
+    before = (await stats(client))["nextEdit"]
+    change(client, uri, 2, (0, 9), (0, 14), "w")
+    assert len(await ask(client, uri, 0, 10)) == 2
+    prompt = cerebras.completion_requests[0].body["messages"][-1]["content"]
+    assert 'line 3: "width" is not defined (pyright)' in prompt
+    assert "-def area(width, height):\n+def area(w, height):" in prompt
+    after = (await stats(client))["nextEdit"]
+    assert after["predictions"] == before["predictions"] + 1
+    assert after["outputTokens"] > before["outputTokens"]
+
+
+async def test_a_model_that_writes_the_whole_file_again_is_understood(spark: Spark) -> None:
+    """A model (or a server) that ignores the edit format and answers the file as it should
+    read: the differences inside the region are still the edits offered."""
+    client, cerebras, uri = spark
+    open_file(client, uri, AREA)
+    cerebras.config.reply_fn = lambda request: f"```python\n{RENAMED}```"
+    change(client, uri, 2, (0, 9), (0, 14), "w")
+    edits = await ask(client, uri, 0, 10)
+    assert [(edit["range"]["start"]["line"], edit["text"]) for edit in edits] == [
+        (2, "w"),
+        (4, "w"),
+    ]

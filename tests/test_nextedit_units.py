@@ -1,0 +1,190 @@
+"""Next-edit's stages alone: the edit history, the answer format, the minimal hunks."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from lsp_spark.backends import create_backend
+from lsp_spark.backends.holder import BackendHolder
+from lsp_spark.backends.local import LocalBackend
+from lsp_spark.nextedit.engine import NextEditService
+from lsp_spark.nextedit.history import EditHistory
+from lsp_spark.nextedit.hunks import Hunk, hunks_between
+from lsp_spark.nextedit.prompt import (
+    CURSOR,
+    LineEdit,
+    numbered,
+    parse_answer,
+    parse_edits,
+    rewritten,
+)
+from lsp_spark.settings import Settings
+from lsp_spark.stats import Stats
+from lsp_spark.workspace import Workspace
+
+
+def test_keystrokes_on_one_line_merge_into_one_edit_and_other_places_stay_apart() -> None:
+    history = EditHistory()
+    history.record("file:///a.py", 3, ["def f(width):"], ["def f(w):"])
+    history.record("file:///a.py", 3, ["def f(w):"], ["def f(wi):"])
+    history.record("file:///a.py", 4, ["    pass"], ["    return wi"])
+    history.record("file:///a.py", 30, ["x = 1"], ["x = 2"])
+    diffs = history.diffs({"file:///a.py": "a.py"})
+    assert len(diffs) == 2
+    assert diffs[0] == "\n".join(
+        [
+            "--- a/a.py",
+            "+++ b/a.py",
+            "@@ -4,2 +4,2 @@",
+            "-def f(width):",
+            "-    pass",
+            "+def f(wi):",
+            "+    return wi",
+        ]
+    )
+    assert "@@ -31,1 +31,1 @@\n-x = 1\n+x = 2" in diffs[1]
+    assert history.diffs({}) == [], "closed or excluded documents are not shown"
+
+
+def test_an_edit_undone_by_typing_shows_no_diff() -> None:
+    history = EditHistory()
+    history.record("file:///a.py", 0, ["abc"], ["ab"])
+    history.record("file:///a.py", 0, ["ab"], ["abc"])
+    assert history.diffs({"file:///a.py": "a.py"}) == []
+
+
+def test_the_region_is_numbered_with_the_cursor_marked() -> None:
+    assert numbered(["def f(w):", "    return width"], 9, (9, 7)) == (
+        f"10| def f(w{CURSOR}):\n11|     return width"
+    )
+
+
+def test_edit_blocks_become_row_edits_and_strays_are_dropped() -> None:
+    answer = "\n".join(
+        [
+            "Here you go:",
+            '<edit lines="11-11">',
+            "    return w",
+            "</edit>",
+            '<edit after="12">',
+            "x = 1",
+            "</edit>",
+            '<edit lines="40-41">',  # outside the region
+            "nope",
+            "</edit>",
+            '<edit lines="12-12">',
+            "</edit>",
+        ]
+    )
+    edits = parse_edits(answer, 9, 13)
+    assert edits == [LineEdit(10, 11, ("    return w",)), LineEdit(12, 12, ("x = 1",))]
+    assert parse_edits('<edit lines="12-12">\n</edit>', 9, 13) == [LineEdit(11, 12, ())]
+    lines = ["def f(w):", "    return width", "    pass", "y = 2"]
+    assert rewritten(
+        lines, 9, [LineEdit(10, 11, ("    return w",)), LineEdit(12, 12, ("x = 1",))]
+    ) == [
+        "def f(w):",
+        "    return w",
+        "    pass",
+        "x = 1",
+        "y = 2",
+    ]
+
+
+def test_blocks_that_repeat_the_line_numbers_lose_them() -> None:
+    answer = '<edit lines="3-4">\n3|     a = 1\n4|     b = 2\n</edit>'
+    assert parse_edits(answer, 0, 10) == [LineEdit(2, 4, ("    a = 1", "    b = 2"))]
+
+
+def test_overlapping_blocks_keep_the_first() -> None:
+    answer = '<edit lines="2-3">\na\n</edit><edit lines="3-3">\nb\n</edit>'
+    assert parse_edits(answer, 0, 5) == [LineEdit(1, 3, ("a",))]
+
+
+def test_a_rename_is_the_name_alone() -> None:
+    assert hunks_between(["    return width * h"], ["    return w * h"], 7, False) == [
+        Hunk(7, 11, 7, 16, "w")
+    ]
+    assert hunks_between(["f(a)"], ["f(a, b)"], 0, False) == [Hunk(0, 3, 0, 3, ", b")]
+
+
+def _apply(lines: list[str], hunks: list[Hunk]) -> list[str]:
+    text = "\n".join(lines)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line) + 1)
+    ordered = sorted(
+        enumerate(hunks), key=lambda item: (item[1].start_row, item[1].start_column, item[0])
+    )
+    for _, hunk in reversed(ordered):
+        begin = starts[hunk.start_row] + hunk.start_column
+        end = starts[hunk.end_row] + hunk.end_column
+        text = text[:begin] + hunk.text + text[end:]
+    return text.split("\n")
+
+
+@pytest.mark.parametrize("at_file_end", [True, False])
+def test_hunks_rebuild_the_new_lines_exactly(at_file_end: bool) -> None:
+    """Random line edits, at the region's end too, where the file may end without a break."""
+    rng = random.Random(7)
+    words = ["a", "bb", "ccc", "", "  x = 1", "y"]
+    for _ in range(2000):
+        old = [rng.choice(words) for _ in range(rng.randint(1, 5))]
+        new = list(old)
+        for _ in range(rng.randint(1, 3)):
+            where = rng.randint(0, len(new))
+            roll = rng.random()
+            if roll < 0.3 and new:
+                new[min(where, len(new) - 1)] = rng.choice(words) + "z"
+            elif roll < 0.6:
+                new.insert(where, rng.choice(words))
+            elif new:
+                del new[min(where, len(new) - 1)]
+        if not new:
+            continue
+        tail = [] if at_file_end else ["the next line"]
+        assert _apply(old + tail, hunks_between(old, new, 0, at_file_end)) == new + tail, (old, new)
+
+
+def test_predictions_are_off_for_the_embedded_model_unless_asked_for() -> None:
+    holder = BackendHolder(lambda message, error: None)
+    holder.backend = LocalBackend()
+    service = NextEditService(Workspace(), holder, Stats(), lambda document, row, column: "")
+    assert not service.enabled
+    holder.settings = Settings(next_edit=True)
+    assert service.enabled
+    holder.settings = Settings(backend="openai")
+    holder.backend = create_backend(holder.settings)
+    assert service.enabled
+    holder.settings = Settings(backend="openai", next_edit=False)
+    assert not service.enabled
+
+
+REGION = ["", "def f(width):", "    return width", ""]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "```python\ndef f(w):\n    return w\n```",
+        "11| def f(w):\n12|     return w\n",
+        "import os\n\ndef f(w):\n    return w\n\nx = f(2)\n",
+    ],
+    ids=["region in a fence", "numbered region", "whole file"],
+)
+def test_an_answer_without_edit_blocks_is_read_as_the_region_written_again(answer: str) -> None:
+    """Rows 9-12 of a file whose first rows are `import os`, blank, and whose last is
+    `x = f(2)`; the region's blank rows at its ends are kept."""
+    [edit] = (
+        parse_answer(answer, 1, REGION, 1)
+        if answer.startswith("import")
+        else parse_answer(answer, 9, REGION, 1)
+    )
+    assert edit.lines == ("", "def f(w):", "    return w", "")
+
+
+def test_an_answer_of_none_or_nothing_edits_nothing() -> None:
+    assert parse_answer("<none/>", 9, REGION, 1) == []
+    assert parse_answer("  \n", 9, REGION, 1) == []
