@@ -311,3 +311,19 @@ async def test_a_model_that_writes_the_whole_file_again_is_understood(spark: Spa
         (2, "w"),
         (4, "w"),
     ]
+
+
+async def test_with_next_edits_off_nothing_is_asked_of_the_model(
+    shared_cerebras: CerebrasTestServer,
+) -> None:
+    shared_cerebras.reset()
+    scripted(shared_cerebras, RENAMED)
+    client = await launch(cerebras_options(shared_cerebras))  # nextEdit off
+    try:
+        uri = f"file:///work/shapes{next(FILES)}.py"
+        open_file(client, uri, AREA)
+        change(client, uri, 2, (0, 9), (0, 14), "w")
+        assert await ask(client, uri, 0, 10) == []
+        assert shared_cerebras.completion_requests == []
+    finally:
+        await close(client)

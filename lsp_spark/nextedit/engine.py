@@ -191,7 +191,7 @@ class NextEditService:
         """Copilot's `textDocument/copilotInlineEdit` items for the cursor: a prediction
         ready or in flight for this version, else one computed now."""
         document = self.workspace.documents.get(uri)
-        if document is None or self.workspace.excluded(uri):
+        if document is None or self.workspace.excluded(uri) or not self.enabled:
             return []
         if uri not in self._predictions:
             asked = self._asked.get(uri)
