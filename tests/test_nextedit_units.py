@@ -188,3 +188,9 @@ def test_an_answer_without_edit_blocks_is_read_as_the_region_written_again(answe
 def test_an_answer_of_none_or_nothing_edits_nothing() -> None:
     assert parse_answer("<none/>", 9, REGION, 1) == []
     assert parse_answer("  \n", 9, REGION, 1) == []
+
+
+def test_an_answer_unlike_the_region_is_not_taken_for_it() -> None:
+    """A model that answers anything else (a completion, an explanation) edits nothing."""
+    assert parse_answer("return a + b", 9, REGION, 1) == []
+    assert parse_answer("The next edit renames width.", 9, REGION, 1) == []

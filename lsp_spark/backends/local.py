@@ -91,9 +91,16 @@ def local_backend_available() -> bool:
 
 
 def _default_threads() -> int:
-    """Half the cores: the editor and the language server need the rest to stay responsive,
-    and llama.cpp's OpenMP threads slow down sharply when the CPU is oversubscribed."""
+    """Half the cores for generation: the editor and the language server need the rest to
+    stay responsive, and llama.cpp's OpenMP threads slow down sharply when the CPU is
+    oversubscribed. Generation reads the weights once a token, so more threads gain little."""
     return max(1, min(4, (os.cpu_count() or 2) // 2))
+
+
+def _default_prefill_threads() -> int:
+    """Every core (up to 8) for evaluating a prompt: compute-bound, it scales with cores,
+    and it comes in bursts of a fraction of a second, mostly the first request on a line."""
+    return max(1, min(8, os.cpu_count() or 2))
 
 
 class LocalBackend(Backend):
@@ -118,6 +125,7 @@ class LocalBackend(Backend):
         self.model_path = path
         self.n_ctx = n_ctx
         self.n_threads = n_threads or _default_threads()
+        self.n_prefill_threads = n_threads or _default_prefill_threads()
         self.tokens_generated = 0
         """Tokens sampled over the backend's life; shows whether generation really stopped."""
         self.prompt_tokens_evaluated = 0
@@ -269,7 +277,9 @@ class LocalBackend(Backend):
 
     def _load_into(self, future: concurrent.futures.Future[Any]) -> None:
         try:
-            future.set_result(_load_llama(self.model_path, self.n_ctx, self.n_threads))
+            future.set_result(
+                _load_llama(self.model_path, self.n_ctx, self.n_threads, self.n_prefill_threads)
+            )
         except BackendError as exc:
             future.set_exception(exc)
         except Exception as exc:
@@ -575,7 +585,7 @@ def _overlap(text: str, stop: str) -> int:
     return 0
 
 
-def _load_llama(path: Path | None, n_ctx: int, n_threads: int) -> Any:
+def _load_llama(path: Path | None, n_ctx: int, n_threads: int, n_prefill_threads: int) -> Any:
     """Load the model without touching stdout, which is the LSP channel.
 
     With verbose=False llama-cpp-python silences loading by pointing file descriptors 1 and
@@ -593,7 +603,7 @@ def _load_llama(path: Path | None, n_ctx: int, n_threads: int) -> Any:
                 model_path=str(path),
                 n_ctx=n_ctx,
                 n_threads=n_threads,
-                n_threads_batch=n_threads,
+                n_threads_batch=n_prefill_threads,
                 verbose=True,
             )
     llm.verbose = False

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from difflib import SequenceMatcher
 
 CURSOR = "<|cursor|>"
 SYSTEM = "\n".join(
@@ -36,6 +37,9 @@ _BLOCK = re.compile(
 )
 _FENCE = re.compile(r"^```[^\n]*\n|\n?```\s*$")
 _NUMBERED = re.compile(r"^\d+\| ?")
+REWRITE_SIMILARITY = 0.6
+"""How much of the region an answer without edit blocks must keep to be taken as the region
+written again: a completion model's one line, or a chat model's explanation, is not."""
 _NONE = re.compile(r"<none\s*/>")
 _FENCED_BODY = re.compile(r"```[^\n]*\n(.*?)\n?```", re.DOTALL)
 
@@ -111,9 +115,13 @@ def parse_answer(
     trailing = len(region) - len(_without_leading_blanks(region[::-1]))
     lines = _without_leading_blanks(lines)
     lines = _without_leading_blanks(lines[::-1])[::-1]
-    if not lines:
+    if not lines or _similarity(region, lines) < REWRITE_SIMILARITY:
         return []
     return [LineEdit(region_start, region_end, ("",) * leading + tuple(lines) + ("",) * trailing)]
+
+
+def _similarity(region: Sequence[str], lines: Sequence[str]) -> float:
+    return SequenceMatcher(None, "\n".join(region), "\n".join(lines), autojunk=False).ratio()
 
 
 def _without_leading_blanks(lines: Sequence[str]) -> list[str]:
