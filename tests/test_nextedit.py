@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 from lsprotocol import types
+from pygls.exceptions import JsonRpcInvalidParams
 from pygls.lsp.client import LanguageClient
 
 from lsp_spark.testing.cerebras_server import CerebrasTestServer
@@ -327,3 +328,22 @@ async def test_with_next_edits_off_nothing_is_asked_of_the_model(
         assert shared_cerebras.completion_requests == []
     finally:
         await close(client)
+
+
+async def test_bad_next_edit_messages_get_an_error_or_nothing_and_the_server_goes_on(
+    spark: Spark,
+) -> None:
+    client, _, uri = spark
+    with pytest.raises(JsonRpcInvalidParams):
+        await client.protocol.send_request_async("textDocument/copilotInlineEdit", {"position": 3})
+    unknown = {
+        "textDocument": {"uri": "file:///nowhere.py"},
+        "position": {"line": 0, "character": 0},
+    }
+    assert plain(
+        await client.protocol.send_request_async("textDocument/copilotInlineEdit", unknown)
+    ) == {"edits": []}
+    client.protocol.notify("lspSpark/diagnostics", {"uri": 5, "diagnostics": "no"})
+    client.protocol.notify("textDocument/didShowInlineEdit", {"item": None})
+    open_file(client, uri, AREA)
+    assert await ask(client, uri, 99, 99) == []
