@@ -51,7 +51,6 @@ class Prediction:
     end: int
     target: list[str]
     distance: int
-    output_tokens: int
 
 
 @dataclass(slots=True)
@@ -147,17 +146,13 @@ class NextEditService:
             self._ask(uri, cursor, self.backends.settings.next_edit_debounce_ms / 1000)
 
     def _follow(self, prediction: Prediction, first: int, old: list[str], new: list[str]) -> bool:
-        """Move the prediction's rows with the change; whether it still has edits to offer."""
-        delta = len(new) - len(old)
-        if first >= prediction.end:
-            return True
-        if first + len(old) <= prediction.start:
-            prediction.start += delta
-            prediction.end += delta
-            return True
+        """Whether the prediction still has edits to offer after rows `first`.. changed from
+        `old` to `new`. A change inside its region must bring the region closer to the
+        target; a change elsewhere means the user has moved on, and what comes next is
+        predicted from there."""
         if first < prediction.start or first + len(old) > prediction.end:
             return False
-        prediction.end += delta
+        prediction.end += len(new) - len(old)
         document = self.workspace.documents.get(prediction.uri)
         if document is None:
             return False
@@ -308,7 +303,7 @@ class NextEditService:
         self.stats.next_edit.with_edits += 1
         self.stats.next_edit.latencies_ms.append((time.perf_counter() - started) * 1000)
         return Prediction(
-            next(self._ids), uri, region.start, region.end, target, distance(lines, target), tokens
+            next(self._ids), uri, region.start, region.end, target, distance(lines, target)
         )
 
     def _rejected(self, document: Document, hunk: Hunk) -> bool:
