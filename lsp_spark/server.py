@@ -474,8 +474,11 @@ class SparkServer(LanguageServer):
         self.review.changed(uri)
 
     def _change(self, document: Document, version: int, change: Change) -> None:
-        """Apply one content change, and tell next-edit which rows read what before and
-        after it, and where it left the cursor."""
+        """Apply one content change; with next edits on, also tell them which rows read
+        what before and after it, and where it left the cursor."""
+        if not self.next_edits.enabled:
+            self.files.change(document.uri, version, [change], self.encoding)
+            return
         start, end, text = change
         if start is None or end is None:
             old = document.lines(0, document.line_count)

@@ -15,7 +15,7 @@ from pygls.lsp.client import LanguageClient
 
 from lsp_spark.testing.cerebras_server import CerebrasTestServer
 from lsp_spark.testing.nextedit_model import is_next_edit_request, scripted_reply
-from tests.conftest import QUIET, SEEN, TEST_KEY, cerebras_options
+from tests.conftest import QUIET, SEEN, TEST_KEY, cerebras_options, edit_text, open_document
 from tests.test_actions import close, launch
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -65,32 +65,6 @@ def scripted(server: CerebrasTestServer, expected: str) -> None:
     server.config.reply_fn = reply
 
 
-def open_file(client: LanguageClient, uri: str, text: str) -> None:
-    client.text_document_did_open(
-        types.DidOpenTextDocumentParams(types.TextDocumentItem(uri, "python", 1, text))
-    )
-
-
-def change(
-    client: LanguageClient,
-    uri: str,
-    version: int,
-    start: tuple[int, int],
-    end: tuple[int, int],
-    text: str,
-) -> None:
-    client.text_document_did_change(
-        types.DidChangeTextDocumentParams(
-            types.VersionedTextDocumentIdentifier(version=version, uri=uri),
-            [
-                types.TextDocumentContentChangePartial(
-                    range=types.Range(types.Position(*start), types.Position(*end)), text=text
-                )
-            ],
-        )
-    )
-
-
 def plain(value: Any) -> Any:
     if hasattr(value, "_asdict"):
         return {key: plain(item) for key, item in value._asdict().items()}
@@ -133,15 +107,15 @@ def apply(text: str, edit: dict[str, Any], eol: str = "\n", encoding: str = "utf
 def send_edit(client: LanguageClient, uri: str, version: int, edit: dict[str, Any]) -> None:
     start, end = edit["range"]["start"], edit["range"]["end"]
     position = (start["line"], start["character"]), (end["line"], end["character"])
-    change(client, uri, version, *position, edit["text"])
+    edit_text(client, uri, version, *position, edit["text"])
 
 
 async def renamed_width(spark: Spark, expected: str) -> None:
     """The user renamed `width` on line 0 of AREA; the model will predict `expected`."""
     client, cerebras, uri = spark
     scripted(cerebras, expected)
-    open_file(client, uri, AREA)
-    change(client, uri, 2, (0, 9), (0, 14), "w")
+    open_document(client, AREA, uri)
+    edit_text(client, uri, 2, (0, 9), (0, 14), "w")
 
 
 async def test_a_rename_is_offered_at_each_use_and_walked_with_one_model_call(spark: Spark) -> None:
@@ -172,8 +146,8 @@ async def test_positions_count_in_the_negotiated_encoding_and_keep_crlf(spark: S
     utf8 = await launch(cerebras_options(cerebras, nextEdit=True), encodings=["utf-8"])
     try:
         for client, encoding, column in ((shared, "utf-16", 19), (utf8, "utf-8", 21)):
-            open_file(client, uri, before)
-            change(client, uri, 2, (0, 10), (0, 14), "who")
+            open_document(client, before, uri)
+            edit_text(client, uri, 2, (0, 10), (0, 14), "who")
             text = before.replace("greet(name", "greet(who")
             edits = await ask(client, uri, 0, 13)
             assert [(e["range"]["start"], e["range"]["end"], e["text"]) for e in edits] == [
@@ -191,12 +165,12 @@ async def test_a_keystroke_cancels_the_prediction_and_closes_its_stream(spark: S
     client, cerebras, uri = spark
     cerebras.config.ttft = QUIET
     try:
-        open_file(client, uri, AREA)
-        change(client, uri, 2, (0, 9), (0, 14), "w")
+        open_document(client, AREA, uri)
+        edit_text(client, uri, 2, (0, 9), (0, 14), "w")
         asked = asyncio.ensure_future(ask(client, uri, 0, 10))
         await cerebras.wait_for_async(lambda: len(cerebras.completion_requests) == 1, SEEN)
         cancelled = (await stats(client))["nextEdit"]["cancelled"]
-        change(client, uri, 3, (0, 10), (0, 10), "i")
+        edit_text(client, uri, 3, (0, 10), (0, 10), "i")
         await cerebras.wait_for_async(lambda: len(cerebras.completion_requests) == 2, SEEN)
         first = cerebras.completion_requests[0]
         await cerebras.wait_for_async(lambda: first.client_hung_up, SEEN)
@@ -224,7 +198,7 @@ async def test_typing_against_the_prediction_drops_it_and_asks_again(spark: Spar
     await renamed_width(spark, RENAMED)
     assert [edit["text"] for edit in await ask(client, uri, 0, 10)] == ["w", "w"]
     contradicted = (await stats(client))["nextEdit"]["contradicted"]
-    change(client, uri, 3, (2, 7), (2, 12), "size")  # not the name the prediction wants
+    edit_text(client, uri, 3, (2, 7), (2, 12), "size")  # not the name the prediction wants
     edits = await ask(client, uri, 2, 11)
     assert len(cerebras.completion_requests) == 2
     assert (await stats(client))["nextEdit"]["contradicted"] == contradicted + 1
@@ -281,7 +255,7 @@ async def test_the_editors_diagnostics_reach_the_prompt_and_tokens_are_counted(
 ) -> None:
     client, cerebras, uri = spark
     scripted(cerebras, RENAMED)
-    open_file(client, uri, AREA)
+    open_document(client, AREA, uri)
     problem = {
         "range": {"start": {"line": 2, "character": 7}, "end": {"line": 2, "character": 12}},
         "message": '"width" is not defined',
@@ -290,7 +264,7 @@ async def test_the_editors_diagnostics_reach_the_prompt_and_tokens_are_counted(
     }
     client.protocol.notify("lspSpark/diagnostics", {"uri": uri, "diagnostics": [problem]})
     before = (await stats(client))["nextEdit"]
-    change(client, uri, 2, (0, 9), (0, 14), "w")
+    edit_text(client, uri, 2, (0, 9), (0, 14), "w")
     assert len(await ask(client, uri, 0, 10)) == 2
     prompt = cerebras.completion_requests[0].body["messages"][-1]["content"]
     assert 'line 3: "width" is not defined (pyright)' in prompt
@@ -304,9 +278,9 @@ async def test_a_model_that_writes_the_whole_file_again_is_understood(spark: Spa
     """A model (or a server) that ignores the edit format and answers the file as it should
     read: the differences inside the region are still the edits offered."""
     client, cerebras, uri = spark
-    open_file(client, uri, AREA)
+    open_document(client, AREA, uri)
     cerebras.config.reply_fn = lambda request: f"```python\n{RENAMED}```"
-    change(client, uri, 2, (0, 9), (0, 14), "w")
+    edit_text(client, uri, 2, (0, 9), (0, 14), "w")
     edits = await ask(client, uri, 0, 10)
     assert [(edit["range"]["start"]["line"], edit["text"]) for edit in edits] == [
         (2, "w"),
@@ -322,8 +296,8 @@ async def test_with_next_edits_off_nothing_is_asked_of_the_model(
     client = await launch(cerebras_options(shared_cerebras))  # nextEdit off
     try:
         uri = f"file:///work/shapes{next(FILES)}.py"
-        open_file(client, uri, AREA)
-        change(client, uri, 2, (0, 9), (0, 14), "w")
+        open_document(client, AREA, uri)
+        edit_text(client, uri, 2, (0, 9), (0, 14), "w")
         assert await ask(client, uri, 0, 10) == []
         assert shared_cerebras.completion_requests == []
     finally:
@@ -345,5 +319,5 @@ async def test_bad_next_edit_messages_get_an_error_or_nothing_and_the_server_goe
     ) == {"edits": []}
     client.protocol.notify("lspSpark/diagnostics", {"uri": 5, "diagnostics": "no"})
     client.protocol.notify("textDocument/didShowInlineEdit", {"item": None})
-    open_file(client, uri, AREA)
+    open_document(client, AREA, uri)
     assert await ask(client, uri, 99, 99) == []

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 from typing import Any
 
+from lsp_spark.actions.diffing import line_ending
 from lsp_spark.backends.base import Backend, BackendError, ChatUsage
 from lsp_spark.backends.holder import BackendHolder
 from lsp_spark.context.sources import filename_of
@@ -309,7 +310,7 @@ class NextEditService:
     def _rejected(self, document: Document, hunk: Hunk) -> bool:
         if undoes(hunk, document, self.history.latest(document.uri)):
             return True
-        new_text = applied(document, hunk, _eol_of(document))
+        new_text = applied(document, hunk, line_ending(document.text))
         return breaks_syntax(self.workspace.tree(document.uri), new_text)
 
     def _messages(
@@ -381,7 +382,7 @@ class NextEditService:
                 "start": self._position(document, hunk.start_row, hunk.start_column),
                 "end": self._position(document, hunk.end_row, hunk.end_column),
             },
-            "newText": hunk.text.replace("\n", _eol_of(document)),
+            "newText": hunk.text.replace("\n", line_ending(document.text)),
         }
 
     def _item(self, document: Document, prediction: Prediction, hunk: Hunk) -> dict[str, Any]:
@@ -404,13 +405,6 @@ def _rows_of_code_after(document: Document, row: int) -> int:
     while last > row and not document.line(last - 1).strip():
         last -= 1
     return last - row
-
-
-def _eol_of(document: Document) -> str:
-    """The document's line break, taken from its first line."""
-    first = document.lines(0, 1)
-    text = document.text[: len(first[0]) + 2] if first else ""
-    return "\r\n" if text[len(first[0]) : len(first[0]) + 2] == "\r\n" else "\n"
 
 
 def _with_hunks(lines: Sequence[str], start_row: int, hunks: Sequence[Hunk]) -> list[str]:

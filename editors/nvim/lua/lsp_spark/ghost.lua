@@ -28,24 +28,14 @@ M.namespace = vim.api.nvim_create_namespace("lsp_spark_ghost_text")
 
 local inline_virt_text = util.has("0.10")
 
-local function define_highlights()
-  vim.cmd("highlight default link " .. M.HIGHLIGHT .. " Comment")
-  vim.cmd("highlight default link " .. M.COUNT_HIGHLIGHT .. " Comment")
-end
-define_highlights()
--- `:colorscheme` clears highlight groups it does not know; link them again after it.
-vim.api.nvim_create_autocmd("ColorScheme", {
-  group = vim.api.nvim_create_augroup("lsp_spark_ghost_highlights", { clear = true }),
-  callback = define_highlights,
+util.link_highlights("lsp_spark_ghost_highlights", {
+  [M.HIGHLIGHT] = "Comment",
+  [M.COUNT_HIGHLIGHT] = "Comment",
 })
 
 -- Per buffer: the client, the request in flight, the items of the last answer and the
 -- one shown.
 local buffers = {}
-
-local function termcodes(keys)
-  return vim.api.nvim_replace_termcodes(keys, true, false, true)
-end
 
 -- Plain insert mode: while a completion menu or CTRL-X mode is up (`ic`, `ix`) the menu
 -- has the user's attention and no ghost text is drawn.
@@ -62,18 +52,6 @@ local function cursor_state(bufnr)
   return { bufnr = bufnr, row = row, col = col, line = line, key = key }
 end
 
-local function client_of(state)
-  return vim.lsp.get_client_by_id(state.client_id)
-end
-
-local function cancel_inflight(state)
-  local client = client_of(state)
-  if state.inflight and client then
-    util.cancel(client, state.inflight)
-  end
-  state.inflight = nil
-end
-
 local function hide(state)
   vim.api.nvim_buf_del_extmark(state.bufnr, M.namespace, state.extmark)
   state.view = nil
@@ -81,7 +59,7 @@ end
 
 -- Forget the items and stop asking: the user left insert mode or the buffer.
 local function reset(state)
-  cancel_inflight(state)
+  util.cancel_inflight(state)
   hide(state)
   state.items = nil
   state.requested = nil
@@ -239,11 +217,11 @@ end
 -- Ask for items at the cursor; `on_items` gets them unless a newer request or an edit
 -- came first (then they answer a question nobody is asking any more).
 local function ask(state, trigger_kind, on_items)
-  local client = client_of(state)
+  local client = util.client_of(state)
   if not client then
     return
   end
-  cancel_inflight(state)
+  util.cancel_inflight(state)
   local asked = cursor_state(state.bufnr)
   local encoding = client.offset_encoding or "utf-16"
   local params = {
@@ -318,7 +296,7 @@ end
 -- After the text is in: run the item's command for a whole suggestion, tell the server
 -- how much of it was taken for a part.
 local function report_accept(state, view, accepted)
-  local client = client_of(state)
+  local client = util.client_of(state)
   if not client then
     return
   end
@@ -370,9 +348,9 @@ function M.accept_keys(part)
     -- one more character keeps it characterwise, and <BS> takes that character out.
     queued, erase = accepted .. " ", "<BS>"
   end
-  return termcodes(keys)
+  return util.termcodes(keys)
     .. "v:lua.require'lsp_spark.ghost'.take_queued()"
-    .. termcodes("<CR>" .. erase)
+    .. util.termcodes("<CR>" .. erase)
 end
 
 --- Hide the suggestion until the next edit or cursor move; false when none was shown.
@@ -381,7 +359,7 @@ function M.dismiss()
   if not state or not state.view then
     return false
   end
-  cancel_inflight(state)
+  util.cancel_inflight(state)
   hide(state)
   state.items = nil
   return true
@@ -451,7 +429,7 @@ function M.key_pressed(name)
   else
     keys = M.accept_keys(action)
   end
-  return keys or termcodes(state.keys[name])
+  return keys or util.termcodes(state.keys[name])
 end
 
 local function map_keys(bufnr, keys)

@@ -37,23 +37,13 @@ M.namespace = vim.api.nvim_create_namespace("lsp_spark_next_edit")
 local inline_virt_text = util.has("0.10")
 local uv = vim.uv or vim.loop
 
-local function define_highlights()
-  vim.cmd("highlight default link " .. M.HIGHLIGHT .. " DiffAdd")
-  vim.cmd("highlight default link " .. M.DELETE_HIGHLIGHT .. " DiffDelete")
-end
-define_highlights()
--- `:colorscheme` clears highlight groups it does not know; link them again after it.
-vim.api.nvim_create_autocmd("ColorScheme", {
-  group = vim.api.nvim_create_augroup("lsp_spark_next_edit_highlights", { clear = true }),
-  callback = define_highlights,
+util.link_highlights("lsp_spark_next_edit_highlights", {
+  [M.HIGHLIGHT] = "DiffAdd",
+  [M.DELETE_HIGHLIGHT] = "DiffDelete",
 })
 
 -- Per buffer: the client, the debounce timer, the request in flight and the edit shown.
 local buffers = {}
-
-local function termcodes(keys)
-  return vim.api.nvim_replace_termcodes(keys, true, false, true)
-end
 
 -- The document version the client reports to the server (the buffer's changedtick since
 -- its last change), which the server's answers carry back.
@@ -62,20 +52,8 @@ local function version_of(bufnr)
     or vim.api.nvim_buf_get_changedtick(bufnr)
 end
 
-local function client_of(state)
-  return vim.lsp.get_client_by_id(state.client_id)
-end
-
 local function encoding_of(client)
   return client.offset_encoding or "utf-16"
-end
-
-local function cancel_inflight(state)
-  local client = client_of(state)
-  if state.inflight and client then
-    util.cancel(client, state.inflight)
-  end
-  state.inflight = nil
 end
 
 local function hide(state)
@@ -202,7 +180,7 @@ local function render(state, edit)
     end
   end
   state.edit = edit
-  local client = client_of(state)
+  local client = util.client_of(state)
   if client then
     util.send_notification(client, SHOWN, { item = edit.raw })
   end
@@ -213,14 +191,14 @@ end
 -- the buffer changed or another request went out meanwhile.
 local function ask(state)
   local bufnr = state.bufnr
-  local client = client_of(state)
+  local client = util.client_of(state)
   if not client or state.unsupported or not vim.api.nvim_buf_is_valid(bufnr) then
     return
   end
   if vim.api.nvim_get_current_buf() ~= bufnr then
     return
   end
-  cancel_inflight(state)
+  util.cancel_inflight(state)
   local cursor = vim.api.nvim_win_get_cursor(0)
   local encoding = encoding_of(client)
   local version = version_of(bufnr)
@@ -306,12 +284,12 @@ function M.apply()
   if not state then
     return false
   end
-  local client = client_of(state)
+  local client = util.client_of(state)
   if not client then
     return false
   end
   hide(state)
-  cancel_inflight(state)
+  util.cancel_inflight(state)
   state.timer:stop()
   vim.lsp.util.apply_text_edits(
     { { range = edit.raw.range, newText = edit.text } },
@@ -363,7 +341,7 @@ function M.dismiss()
   if not state then
     return false
   end
-  cancel_inflight(state)
+  util.cancel_inflight(state)
   hide(state)
   return true
 end
@@ -380,9 +358,9 @@ function M.key_pressed(name)
   if shown_edit() then
     -- <Cmd>: the action runs without leaving the mode; an expression mapping itself may
     -- not change the buffer.
-    return termcodes(("<Cmd>lua require'lsp_spark.nextedit'.%s()<CR>"):format(KEYS[name].action))
+    return util.termcodes(("<Cmd>lua require'lsp_spark.nextedit'.%s()<CR>"):format(KEYS[name].action))
   end
-  return termcodes(buffers[vim.api.nvim_get_current_buf()].keys[name])
+  return util.termcodes(buffers[vim.api.nvim_get_current_buf()].keys[name])
 end
 
 local function map_keys(bufnr, keys)
@@ -425,7 +403,7 @@ end
 
 -- Send the buffer's diagnostics when they differ from what the server last heard.
 local function forward_diagnostics(state)
-  local client = client_of(state)
+  local client = util.client_of(state)
   if not client or not vim.api.nvim_buf_is_valid(state.bufnr) then
     return
   end
@@ -452,7 +430,7 @@ end
 function M.attach(client, bufnr, keys)
   local previous = buffers[bufnr]
   if previous then
-    cancel_inflight(previous)
+    util.cancel_inflight(previous)
     previous.timer:close()
   end
   local state = {
@@ -492,7 +470,7 @@ function M.attach(client, bufnr, keys)
     end
   end)
   on("BufWipeout", function()
-    cancel_inflight(state)
+    util.cancel_inflight(state)
     state.timer:close()
     buffers[bufnr] = nil
     vim.api.nvim_del_augroup_by_id(group)

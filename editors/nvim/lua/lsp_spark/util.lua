@@ -55,6 +55,39 @@ function M.send_notification(client, method, params)
   end
 end
 
+--- Links each highlight group of `links` (name -> group) by default, again after every
+--- `:colorscheme` (which clears groups it does not know); `augroup` names the autocmd.
+function M.link_highlights(augroup, links)
+  local function define()
+    for name, target in pairs(links) do
+      vim.cmd("highlight default link " .. name .. " " .. target)
+    end
+  end
+  define()
+  vim.api.nvim_create_autocmd("ColorScheme", {
+    group = vim.api.nvim_create_augroup(augroup, { clear = true }),
+    callback = define,
+  })
+end
+
+function M.termcodes(keys)
+  return vim.api.nvim_replace_termcodes(keys, true, false, true)
+end
+
+--- The client a buffer's state (`client_id`) belongs to, or nil once it has stopped.
+function M.client_of(state)
+  return vim.lsp.get_client_by_id(state.client_id)
+end
+
+--- Cancels the request a buffer's state has in flight (`inflight`), if any.
+function M.cancel_inflight(state)
+  local client = M.client_of(state)
+  if state.inflight and client then
+    M.cancel(client, state.inflight)
+  end
+  state.inflight = nil
+end
+
 -- Bytes of the UTF-8 character starting with `byte`.
 local function char_bytes(byte)
   if byte == nil or byte < 0x80 then
