@@ -57,7 +57,7 @@ from pygls.exceptions import JsonRpcException  # noqa: E402
 from pygls.lsp.client import LanguageClient  # noqa: E402
 from timing import add_size_options  # noqa: E402
 
-from lsp_spark.backends.local import _without_weight_repacking, bundled_model_path  # noqa: E402
+from lsp_spark.backends.local import _load_llama, bundled_model_path  # noqa: E402
 from lsp_spark.testing import isolated_environment  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "mbpp.jsonl"
@@ -383,19 +383,9 @@ async def lsp_spark_fills(holes: list[Hole]) -> tuple[list[Fill], str, list[str]
 
 
 def raw_model_fills(holes: list[Hole]) -> list[Fill]:
-    """The bundled model on its own: greedy, prompted with the text before the cursor."""
-    import llama_cpp
-    from llama_cpp import llama_cpp as native
-
-    # The server loads the model the same way: repacked weights crash on some Xeons.
-    with _without_weight_repacking(native):
-        model = llama_cpp.Llama(
-            model_path=str(bundled_model_path()),
-            n_ctx=RAW_CONTEXT_TOKENS,
-            n_threads=THREADS,
-            n_threads_batch=THREADS,
-            verbose=False,
-        )
+    """The bundled model on its own: greedy, prompted with the text before the cursor, from
+    the weights the server runs (loaded as the server loads them)."""
+    model = _load_llama(bundled_model_path(), RAW_CONTEXT_TOKENS, THREADS, THREADS, eight_bit=True)
     fills = []
     for hole in holes:
         answer: Any = model.create_completion(

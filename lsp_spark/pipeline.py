@@ -440,7 +440,7 @@ class CompletionEngine:
             indent_unit = " " * settings.tab_size
         options = ContextOptions(
             budget=Budget(settings.context_tokens or backend.context_tokens, backend.count_tokens),
-            max_lines=settings.max_lines,
+            max_lines=settings.max_lines or backend.max_lines,
             sources=frozenset(settings.context_sources),
             in_comments=settings.suggest_in_comments,
             in_strings=settings.suggest_in_strings,

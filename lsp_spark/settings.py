@@ -67,7 +67,12 @@ class Settings(BaseModel):
     local_model_path: str | None = None
     local_threads: int | None = Field(default=None, ge=1, le=64)
     max_tokens: int = Field(default=96, ge=1, le=4096)
-    max_lines: int = Field(default=12, ge=1, le=200)
+    max_lines: int | None = Field(
+        default=None,
+        ge=1,
+        le=200,
+        description="Longest multi-line suggestion; defaults per backend.",
+    )
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     alternatives: int = Field(
         default=2,

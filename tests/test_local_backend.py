@@ -21,6 +21,7 @@ from lsp_spark.backends import local
 from lsp_spark.backends.base import BackendError, CompletionRequest, FailureKind
 from lsp_spark.backends.local import (
     LocalBackend,
+    _NoBreakAfterOpener,
     _OutputGate,
     bundled_model_path,
     local_backend_available,
@@ -251,9 +252,10 @@ async def test_a_corrupt_model_file_is_a_configuration_error(tmp_path: Path) -> 
     assert str(corrupt) in str(raised.value)
 
 
-def test_loading_and_generating_leave_stdout_alone() -> None:
+def test_loading_and_generating_leave_stdout_alone(tmp_path: Path) -> None:
     """stdout is the LSP channel: nothing may be written to it, and nothing written by the
-    server meanwhile may be lost (llama-cpp-python's own silencing redirects fd 1)."""
+    server meanwhile may be lost (llama-cpp-python's own silencing redirects fd 1). The cache
+    starts empty, so the 8-bit conversion runs too."""
     script = textwrap.dedent(
         """
         import asyncio, os, sys
@@ -278,7 +280,7 @@ def test_loading_and_generating_leave_stdout_alone() -> None:
         asyncio.run(main())
         """
     )
-    env = os.environ | {"PYTHONPATH": str(REPO_ROOT)}
+    env = os.environ | {"PYTHONPATH": str(REPO_ROOT), "XDG_CACHE_HOME": str(tmp_path)}
     result = subprocess.run(
         [sys.executable, "-c", script],
         capture_output=True,
@@ -336,3 +338,83 @@ async def test_a_half_typed_word_is_completed_not_replaced(backend: LocalBackend
     )
     completion = await complete(backend, request)
     assert completion.startswith("urn")
+
+
+def test_blocks_are_three_lines_for_the_embedded_model_unless_the_settings_say() -> None:
+    """A small model's long blocks run past the code they belong in: the embedded backend's
+    own line limit applies only while `maxLines` is unset."""
+    from lsp_spark.backends.cerebras import CerebrasBackend
+    from lsp_spark.pipeline import CompletionEngine
+    from lsp_spark.settings import Settings
+    from lsp_spark.workspace import Workspace
+
+    engine = CompletionEngine(lambda message, error: None, Workspace())
+    embedded = LocalBackend()
+    hosted = CerebrasBackend(api_key="unused", model="gpt-oss-120b", base_url="http://127.0.0.1:9")
+    assert engine._context_options(embedded).max_lines == 3
+    assert engine._context_options(hosted).max_lines == 12
+    engine.backends.settings = Settings(max_lines=7)
+    assert engine._context_options(embedded).max_lines == 7
+
+
+async def test_the_bundled_model_runs_from_an_8_bit_copy_made_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    first = LocalBackend()
+    await first.warm()
+    await first.aclose()
+    copies = list(tmp_path.rglob("*.gguf"))
+    assert [copy.name for copy in copies] == ["SmolLM2-135M-Instruct.Q8_0.gguf"]
+    assert first.model == "SmolLM2-135M-Instruct.Q8_0"
+    made = copies[0].stat().st_mtime_ns
+    second = LocalBackend()
+    await second.warm()
+    assert second.model == "SmolLM2-135M-Instruct.Q8_0"
+    assert (await complete(second, READ_LINES)).strip()
+    await second.aclose()
+    assert copies[0].stat().st_mtime_ns == made, "converted once"
+
+
+async def test_without_a_writable_cache_the_4_bit_file_serves(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocked))
+    backend = LocalBackend()
+    await backend.warm()
+    assert backend.model == "SmolLM2-135M-Instruct.Q4_1"
+    assert (await complete(backend, READ_LINES)).strip()
+    await backend.aclose()
+
+
+def test_one_line_goes_on_while_the_brackets_it_opened_are_open() -> None:
+    request = CompletionRequest(
+        prefix="def tagged(products, tag):\n    return ",
+        suffix="\n",
+        language="python",
+        stop=("\n",),
+        multiline=False,
+    )
+    gate = _OutputGate(request, ("\n",))
+    assert gate.feed("[\n        p for p in products") == ("[\n        p for p in products", False)
+    assert gate.feed(' if "]" in p\n    ]\n    print') == (' if "]" in p\n    ]', True)
+    # Closing punctuation after the cursor closes the line's brackets: the line ends there.
+    gate = _OutputGate(dataclasses.replace(request, suffix=")\n"), ("\n",))
+    assert gate.feed("[\n        p") == ("[", True)
+
+
+async def test_one_line_asked_for_cannot_break_right_after_an_opening_bracket(
+    backend: LocalBackend,
+) -> None:
+    import numpy
+
+    llm = await backend._model()
+    after_opener = _NoBreakAfterOpener(backend._vocabulary(llm))
+    newline = llm.tokenize(b"\n", add_bos=False, special=False)[0]
+    for opened, banned in (("total = sum([", True), ("print(", True), ("total = 1", False)):
+        tokens = numpy.array(llm.tokenize(opened.encode(), add_bos=False, special=False))
+        logits = after_opener(tokens, numpy.zeros(llm.n_vocab(), dtype=numpy.float32))
+        assert bool(logits[newline] == -numpy.inf) is banned, opened
+        assert numpy.isfinite(logits).sum() > llm.n_vocab() // 2, "only line breaks go"

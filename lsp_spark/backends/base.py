@@ -97,6 +97,8 @@ class Backend(ABC):
     name: str = "backend"
     context_tokens = 2048
     """The prompt budget that suits this backend when the settings do not say."""
+    max_lines = 12
+    """The longest multi-line suggestion that suits this backend when the settings do not say."""
     action_context_chars = 8000
     """How much of the code around an edited scope a code action's prompt may show."""
 

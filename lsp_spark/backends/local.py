@@ -21,6 +21,8 @@ from collections.abc import AsyncGenerator, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import platformdirs
+
 from lsp_spark.backends.base import (
     Backend,
     BackendError,
@@ -29,6 +31,8 @@ from lsp_spark.backends.base import (
     FailureKind,
     Message,
 )
+from lsp_spark.languages import profile_for
+from lsp_spark.postprocess.brackets import Brackets
 from lsp_spark.prompts.continuation import continuation_prompt, continuation_stops
 
 WORKER_THREAD_NAME = "lsp-spark-local-generate"
@@ -107,9 +111,14 @@ class LocalBackend(Backend):
     """Runs one llama.cpp model in worker threads, one generation at a time."""
 
     name = "local"
-    # A CPU model evaluates a few hundred prompt tokens a second here: a short prompt
-    # keeps the first suggestion in a file around a second.
-    context_tokens = 480
+    # A CPU model evaluates a few hundred prompt tokens a second here: a short prompt keeps
+    # the first suggestion in a file around a second. Once the window's start moves, the
+    # whole prompt is evaluated again, so a small file fits whole.
+    context_tokens = 640
+    # Past three lines SmolLM2-135M's blocks run beyond the code they belong in and are not
+    # right (benchmarks/mbpp.py: none of its longer multi-line suggestions passed), and each
+    # line costs a few hundred milliseconds on a laptop's cores.
+    max_lines = 3
     # The scope and its rewrite must both fit in n_ctx; code around it would crowd them out.
     action_context_chars = 0
 
@@ -123,6 +132,8 @@ class LocalBackend(Backend):
         path = Path(model_path).expanduser() if model_path else bundled_model_path()
         super().__init__(path.stem if path else "unavailable")
         self.model_path = path
+        self._bundled = model_path is None
+        """The wheel's model, which runs from an 8-bit copy (`_eight_bit_weights`)."""
         self.n_ctx = n_ctx
         self.n_threads = n_threads or _default_threads()
         self.n_prefill_threads = n_threads or _default_prefill_threads()
@@ -277,9 +288,15 @@ class LocalBackend(Backend):
 
     def _load_into(self, future: concurrent.futures.Future[Any]) -> None:
         try:
-            future.set_result(
-                _load_llama(self.model_path, self.n_ctx, self.n_threads, self.n_prefill_threads)
+            llm = _load_llama(
+                self.model_path,
+                self.n_ctx,
+                self.n_threads,
+                self.n_prefill_threads,
+                eight_bit=self._bundled,
             )
+            self.model = Path(llm.model_path).stem
+            future.set_result(llm)
         except BackendError as exc:
             future.set_exception(exc)
         except Exception as exc:
@@ -366,15 +383,18 @@ class LocalBackend(Backend):
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         vocab = llm._model.vocab
         finished = False
-        processors = None
+        constraints: list[Callable[[Any, Any], Any]] = []
         if typed:
-            from llama_cpp import LogitsProcessorList
-
             spaced = request.prefix[-1:] in (" ", "\t")
             vocabulary = self._vocabulary(llm)
-            processors = LogitsProcessorList(
-                [_TypedWordConstraint(llm, vocabulary, len(tokens), typed, spaced)]
-            )
+            constraints.append(_TypedWordConstraint(llm, vocabulary, len(tokens), typed, spaced))
+        if not request.multiline:
+            constraints.append(_NoBreakAfterOpener(self._vocabulary(llm)))
+        processors = None
+        if constraints:
+            from llama_cpp import LogitsProcessorList
+
+            processors = LogitsProcessorList(constraints)
         # Generation evaluates the prompt's last token before it samples the first.
         self.prompt_tokens_evaluated += 1
         sampled = llm.generate(
@@ -452,6 +472,8 @@ class _Vocabulary:
             except UnicodeDecodeError:
                 texts.append("")
         self.texts = numpy.array(texts, dtype=str)
+        self.line_breaks = numpy.char.startswith(numpy.char.lstrip(self.texts, " \t"), "\n")
+        """The tokens that start a new line (after any spaces)."""
         self.by_text: dict[str, list[int]] = {}
         for token, text in enumerate(texts):
             if text:
@@ -497,6 +519,23 @@ class _TypedWordConstraint:
         return logits
 
 
+class _NoBreakAfterOpener:
+    """One line asked for: no line break right after an opening bracket. Breaking there,
+    the small model starts a literal over several lines that it rarely finishes (and whose
+    first line alone does not parse); kept on the line, it writes the expression inline."""
+
+    def __init__(self, vocabulary: _Vocabulary) -> None:
+        self._vocabulary = vocabulary
+
+    def __call__(self, input_ids: Any, logits: Any) -> Any:
+        import numpy
+
+        vocabulary = self._vocabulary
+        if vocabulary.texts[input_ids[-1]].rstrip(" \t")[-1:] in ("(", "[", "{"):
+            logits[vocabulary.line_breaks] = -numpy.inf
+        return logits
+
+
 class _OutputGate:
     """Decides how much generated text can be shown yet, and when the completion is over.
 
@@ -507,6 +546,12 @@ class _OutputGate:
         self._stops = stops
         self._typed = typed
         self._multiline = request.multiline
+        self._line_start = request.prefix.rpartition("\n")[2] + typed
+        """The cursor line's text before the output, whose brackets the output may close."""
+        self._syntax = None
+        if not request.multiline and not request.suffix.partition("\n")[0].strip():
+            # At the end of its line a statement may go on while its brackets are open.
+            self._syntax = profile_for(request.language).syntax
         self._heal_space = request.prefix[-1:] in (" ", "\t")
         self._text = ""
         self._sent = 0
@@ -562,13 +607,33 @@ class _OutputGate:
         return True
 
     def _cut(self) -> int | None:
-        found = [i for i in (self._text.find(stop) for stop in self._stops) if i >= 0]
+        stops = self._stops
         if not self._multiline:
-            content = len(self._text) - len(self._text.lstrip())
-            newline = self._text.find("\n", content)
-            if newline >= 0:
-                found.append(newline)
+            stops = tuple(stop for stop in stops if stop != "\n")
+        found = [i for i in (self._text.find(stop) for stop in stops) if i >= 0]
+        if not self._multiline and (newline := self._line_end()) is not None:
+            found.append(newline)
         return min(found) if found else None
+
+    def _line_end(self) -> int | None:
+        """Where a one-line completion ends: its first line break after some content, or,
+        while brackets it opened are still open there, the first one after they close."""
+        text = self._text
+        content = len(text) - len(text.lstrip())
+        end = text.find("\n", content)
+        if end < 0 or self._syntax is None:
+            return None if end < 0 else end
+        brackets = Brackets(self._syntax)
+        begin = text.rfind("\n", 0, content) + 1
+        prefix = self._line_start if begin == 0 else ""
+        while end >= 0:
+            for _ in brackets.scan(prefix + text[begin:end], len(prefix)):
+                pass
+            if brackets.depth <= 0:
+                return end
+            prefix, begin = "", end + 1
+            end = text.find("\n", begin)
+        return None
 
     def _take(self, end: int) -> str:
         end = max(end, self._sent)
@@ -585,8 +650,11 @@ def _overlap(text: str, stop: str) -> int:
     return 0
 
 
-def _load_llama(path: Path | None, n_ctx: int, n_threads: int, n_prefill_threads: int) -> Any:
-    """Load the model without touching stdout, which is the LSP channel.
+def _load_llama(
+    path: Path | None, n_ctx: int, n_threads: int, n_prefill_threads: int, *, eight_bit: bool
+) -> Any:
+    """Load the model (from its 8-bit copy with `eight_bit`) without touching stdout, which
+    is the LSP channel.
 
     With verbose=False llama-cpp-python silences loading by pointing file descriptors 1 and
     2 at /dev/null for the whole process, which drops the server's own protocol messages
@@ -598,6 +666,8 @@ def _load_llama(path: Path | None, n_ctx: int, n_threads: int, n_prefill_threads
 
     with _load_lock:
         _silence_native_logs(native)
+        if eight_bit and path is not None:
+            path = _eight_bit_weights(path, native)
         with _without_weight_repacking(native), contextlib.redirect_stderr(io.StringIO()):
             llm = llama_cpp.Llama(
                 model_path=str(path),
@@ -608,6 +678,38 @@ def _load_llama(path: Path | None, n_ctx: int, n_threads: int, n_prefill_threads
             )
     llm.verbose = False
     return llm
+
+
+def _eight_bit_weights(source: Path, native: Any) -> Path:
+    """`source` with its weights in 8-bit blocks (Q8_0), converted once into the user's cache.
+
+    The wheel ships 4-bit (Q4_1) weights, from which llama.cpp evaluates a prompt at about
+    half the speed it does from Q8_0 on a laptop's CPU, and the first keystroke on a new
+    line is mostly prompt evaluation. Q8_0 holds each Q4_1 weight to within a small fraction
+    of its 4-bit step, so suggestions stay the model's own. Converting takes about a second;
+    when it cannot be done (a read-only cache, a full disk), the 4-bit file serves as it is.
+    """
+    stem = re.sub(r"\.Q\d\w*$", "", source.stem, flags=re.IGNORECASE)
+    folder = Path(platformdirs.user_cache_dir("lsp-spark")) / "models" / str(source.stat().st_size)
+    target = folder / f"{stem}.Q8_0.gguf"
+    if target.is_file():
+        return target
+    staging = folder / f"{target.name}.{os.getpid()}.{threading.get_ident()}.part"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        params = native.llama_model_quantize_default_params()
+        params.ftype = native.LLAMA_FTYPE_MOSTLY_Q8_0
+        params.allow_requantize = True
+        arguments = (str(source).encode(), str(staging).encode(), ctypes.byref(params))
+        if native.llama_model_quantize(*arguments) != 0:
+            return source
+        os.replace(staging, target)
+        return target
+    except OSError:
+        return source
+    finally:
+        with contextlib.suppress(OSError):
+            staging.unlink(missing_ok=True)
 
 
 def _silence_native_logs(native: Any) -> None:

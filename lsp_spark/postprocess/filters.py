@@ -278,17 +278,25 @@ def _substantial(line: str) -> bool:
 
 
 def limit_lines(context: CursorContext) -> Stage:
-    """One line mid-line or where asked; otherwise at most `max_lines`."""
-    return _LimitLines(context.multiline, context.max_lines)
+    """One line mid-line or where asked, or the lines its open brackets span when it ends
+    the cursor's line (`return [` written over three lines is one statement; its first
+    line alone breaks the code); otherwise at most `max_lines`."""
+    return _LimitLines(context)
 
 
 class _LimitLines(Stage):
-    __slots__ = ("_count", "_max_lines", "_multiline")
+    __slots__ = ("_brackets", "_count", "_max_lines", "_multiline", "_prefix")
 
-    def __init__(self, multiline: bool, max_lines: int) -> None:
-        self._multiline = multiline
-        self._max_lines = max_lines
+    def __init__(self, context: CursorContext) -> None:
+        self._multiline = context.multiline
+        self._max_lines = context.max_lines
         self._count = 0
+        self._prefix = context.line_prefix
+        self._brackets = (
+            None
+            if context.multiline or context.line_suffix.strip()
+            else Brackets(profile_for(context.language).syntax)
+        )
 
     def line(self, line: str, last: bool) -> Verdict:
         index = self._count
@@ -297,6 +305,12 @@ class _LimitLines(Stage):
             return End() if index >= self._max_lines else line
         if last:
             return line
+        if self._brackets is not None and line.strip():
+            prefix = self._prefix if index == 0 else ""
+            for _ in self._brackets.scan(prefix + line, len(prefix)):
+                pass
+            if self._brackets.depth > 0:
+                return line if index + 1 < self._max_lines else End()
         # Mid-line, the first line is the suggestion; nothing at all when it is blank.
         return End(line if line.strip() else None)
 
