@@ -21,6 +21,11 @@ def _percentile(samples: deque[float], fraction: float) -> float | None:
     return statistics.quantiles(samples, n=100, method="inclusive")[round(fraction * 100) - 1]
 
 
+def _latency_summary(samples: deque[float]) -> dict[str, float | None]:
+    """The median and the 95th percentile of recent latencies, as stats report them."""
+    return {"p50": _percentile(samples, 0.5), "p95": _percentile(samples, 0.95)}
+
+
 @dataclass
 class ActionStats:
     """Code actions and security reviews: how many, how fast, and what predictions saved."""
@@ -55,10 +60,7 @@ class ActionStats:
                 "cancelled": self.cancelled,
                 "superseded": self.superseded,
                 "linesChanged": self.lines_changed,
-                "latencyMs": {
-                    "p50": _percentile(self.latencies_ms, 0.5),
-                    "p95": _percentile(self.latencies_ms, 0.95),
-                },
+                "latencyMs": _latency_summary(self.latencies_ms),
             },
             "predictionTokens": {
                 "accepted": self.accepted_prediction_tokens,
@@ -102,10 +104,7 @@ class NextEditStats:
             "accepted": self.accepted,
             "cancelled": self.cancelled,
             "contradicted": self.contradicted,
-            "latencyMs": {
-                "p50": _percentile(self.latencies_ms, 0.5),
-                "p95": _percentile(self.latencies_ms, 0.95),
-            },
+            "latencyMs": _latency_summary(self.latencies_ms),
         }
 
 
@@ -165,14 +164,8 @@ class Stats:
             "tokensReceived": self.tokens_received,
             "streamCloses": dict(Counter(reason for _, reason in self.stream_closes)),
             "recentStreamCloses": [[at, reason] for at, reason in self.stream_closes],
-            "latencyMs": {
-                "p50": _percentile(self.latencies_ms, 0.5),
-                "p95": _percentile(self.latencies_ms, 0.95),
-            },
-            "firstTokenMs": {
-                "p50": _percentile(self.first_token_ms, 0.5),
-                "p95": _percentile(self.first_token_ms, 0.95),
-            },
+            "latencyMs": _latency_summary(self.latencies_ms),
+            "firstTokenMs": _latency_summary(self.first_token_ms),
             "tokensPerSecond": {"p50": _percentile(self.tokens_per_second, 0.5)},
             "lastLatencyMs": self.latencies_ms[-1] if self.latencies_ms else None,
             "lastTokensPerSecond": self.tokens_per_second[-1] if self.tokens_per_second else None,

@@ -4,15 +4,7 @@
  * the server hears about.
  */
 
-export interface Position {
-  line: number;
-  character: number;
-}
-
-export interface Range {
-  start: Position;
-  end: Position;
-}
+import type { Position, Range } from "./edit";
 
 /** One edit of a `textDocument/copilotInlineEdit` answer, as the server sends it. */
 export interface InlineEdit {
