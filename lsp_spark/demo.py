@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import statistics
 import sys
 import time
 from collections.abc import Iterator
@@ -154,6 +155,7 @@ async def _session(
     )
     version = 1
     shown = 0
+    latencies: list[float] = []
     column = indent
     started = time.perf_counter()
     for number, row in enumerate(chosen):
@@ -189,6 +191,7 @@ async def _session(
             await asyncio.sleep(KEYSTROKE_GAP)
         result = await asyncio.wait_for(pending[-1], RESPONSE_TIMEOUT)
         latency = (time.perf_counter() - sent) * 1000
+        latencies.append(latency)
         typed = target[indent:column]
         items = result.items if result else []
         ghost = items[0].insert_text if items else ""
@@ -204,9 +207,10 @@ async def _session(
     elapsed = time.perf_counter() - started
     print(
         f"\nbackend {stats.backend} ({stats.model}): {shown}/{len(chosen)} holes got ghost text, "
-        f"{stats.upstreamRequests} upstream requests for {stats.requests} keystroke requests "
-        f"({stats.superseded} superseded), median latency {stats.latencyMs.p50 or 0:.0f} ms, "
-        f"{elapsed:.1f} s in all"
+        f"median {statistics.median(latencies):.0f} ms after the last keystroke "
+        f"({stats.latencyMs.p50 or 0:.0f} ms per upstream request, counted from the keystroke "
+        f"that sent it), {stats.upstreamRequests} upstream requests for {stats.requests} "
+        f"keystroke requests ({stats.superseded} superseded), {elapsed:.1f} s in all"
     )
     await client.shutdown_async(None)
     client.exit(None)
