@@ -125,6 +125,11 @@ class LanguageProfile:
         block_end = "|".join(openers) or "(?!)"  # no opener: a pattern that never matches
         object.__setattr__(self, "_block_end", re.compile(f"(?:{block_end}){tail}"))
 
+    @property
+    def offside(self) -> bool:
+        """Blocks are made by indentation alone (Python): a header's body must be deeper."""
+        return self.nested_statements is not None
+
     def opens_block(self, line: str) -> bool:
         """Whether the line ends by opening a block, so the next one is indented deeper."""
         return self._block_end.search(line) is not None

@@ -18,6 +18,7 @@ from lsp_spark.postprocess.filters import (
     MAX_PARSE_CHECKS,
     cut_repetition,
     drop_repeated_suffix_lines,
+    indent_body_under_header,
     limit_lines,
     limit_scope,
     normalise_indentation,
@@ -191,6 +192,30 @@ def indented(unit: str, line_prefix: str = "    ", language: str = "python") -> 
     return CursorContext(
         line_prefix=line_prefix, line_suffix="", indent_unit=unit, language=language
     )
+
+
+def test_a_body_written_below_its_header_moves_under_it_with_what_is_nested_in_it() -> None:
+    text = "while queue:\n    node = queue.pop()\n        visit(node)\n    return seen"
+    assert only(indent_body_under_header, text, indented("    ", "        ")) == (
+        "while queue:\n            node = queue.pop()\n                visit(node)\n    return seen"
+    )
+
+
+def test_a_moved_body_takes_the_documents_tabs() -> None:
+    text = "if ready:\nstart()"
+    assert only(indent_body_under_header, text, indented("\t", "\t")) == "if ready:\n\t\tstart()"
+
+
+def test_bodies_already_deeper_and_lines_carrying_the_statement_on_stay() -> None:
+    deeper = "if ready:\n        start()\n    else:\n        wait()"
+    assert only(indent_body_under_header, deeper, indented("    ")) == deeper
+    empty_branch = "if ready:\n    else:\n        wait()"
+    assert only(indent_body_under_header, empty_branch, indented("    ")) == empty_branch
+
+
+def test_where_indentation_is_not_syntax_a_header_keeps_what_follows_as_written() -> None:
+    yaml = "services:\nweb: {}"
+    assert only(indent_body_under_header, yaml, indented("  ", "", "yaml")) == yaml
 
 
 def test_normalise_indentation_turns_spaces_into_the_documents_tabs() -> None:
@@ -574,7 +599,8 @@ def test_stream_stops_only_where_the_rest_cannot_change_the_result(
 
 def test_skipped_filters_neither_clean_nor_stop_the_stream() -> None:
     context = indented("    ")
-    stream = SuggestionStream(context, skip={"limit_scope", "strip_special_tokens"})
+    skip = {"limit_scope", "indent_body_under_header", "strip_special_tokens"}
+    stream = SuggestionStream(context, skip=frozenset(skip))
     assert not any(feed_lines(stream, "return 1", "def g():", "<|endoftext|>"))
     assert stream.suggestion() == ("return 1\ndef g():\n<|endoftext|>", 0)
 

@@ -321,6 +321,86 @@ def normalise_indentation(context: CursorContext) -> Stage:
     return Reindenter(context)
 
 
+def indent_body_under_header(context: CursorContext) -> Stage:
+    """Where blocks are made by indentation, give each header its body. Small models often
+    write the body of the `if x:` they just opened at the header's level or below it; taken
+    as written, the header is left without the body the language requires (an error the
+    grammar does not even report) and the body lands in the wrong block. The line after
+    the header moves under it, with the lines nested in it; a line back at its level is
+    read as written, and one carrying the statement on (`else:`) stays where it is. A
+    header the suggestion ends with, whose body the code below is not either, goes."""
+    return _BodyUnderHeader(context) if profile_for(context.language).offside else PASS
+
+
+class _BodyUnderHeader(Stage):
+    __slots__ = ("_context", "_header", "_lines", "_moved_from", "_profile", "_shift", "_unit")
+
+    def __init__(self, context: CursorContext) -> None:
+        self._context = context
+        self._profile = profile_for(context.language)
+        self._unit = columns(context.indent_unit, context.indent_unit)
+        self._header: int | None = None
+        """The width of the line before, when it opened a block."""
+        self._shift = 0
+        """Columns added to the lines being moved; 0 when none are."""
+        self._moved_from = 0
+        """The width the moved line was written at: only lines deeper are nested in it."""
+        self._lines = 0
+
+    def line(self, line: str, last: bool) -> Verdict:
+        self._lines += 1
+        text = line.strip()
+        if self._lines == 1:
+            whole = self._context.line_prefix + line
+            self._opens(whole, self._width(whole))
+            return line
+        if not text:
+            return line
+        width = self._width(line)
+        nested = bool(self._shift) and width > self._moved_from
+        if not nested:
+            self._shift = 0
+            header = self._header
+            if header is not None and width <= header and not CONTINUES_STATEMENT.match(text):
+                self._moved_from = width
+                self._shift = header + self._unit - width
+        if self._shift:
+            width += self._shift
+            line = self._indentation(width) + text
+        self._opens(line, width)
+        return line
+
+    def finish(self, text: str) -> str:
+        lines = text.rstrip().split("\n")
+        below = next((line for line in self._context.next_lines if line.strip()), None)
+        dropped = False
+        while lines:
+            whole = self._context.line_prefix + lines[0] if len(lines) == 1 else lines[-1]
+            if len(lines) == 1 and self._context.line_prefix.strip():
+                break  # the user is writing this header; its body comes next
+            width = self._width(whole)
+            if not self._profile.opens_block(whole.rstrip()) or (
+                below is not None and self._width(below) > width
+            ):
+                break
+            lines.pop()
+            dropped = True
+            while lines and not lines[-1].strip():
+                lines.pop()
+        return "\n".join(lines) if dropped else text
+
+    def _width(self, line: str) -> int:
+        return columns(leading(line), self._context.indent_unit)
+
+    def _opens(self, line: str, width: int) -> None:
+        self._header = width if self._profile.opens_block(line.rstrip()) else None
+
+    def _indentation(self, width: int) -> str:
+        if self._context.indent_unit == "\t":
+            return "\t" * (width // self._unit) + " " * (width % self._unit)
+        return " " * width
+
+
 def limit_scope(context: CursorContext) -> Stage:
     """Stop where the suggestion closes the cursor's block or starts a sibling definition."""
     return ScopeLimit(context)
@@ -565,6 +645,7 @@ FILTERS: tuple[Filter, ...] = (
     cut_repetition,
     limit_lines,
     normalise_indentation,
+    indent_body_under_header,
     limit_scope,
     fit_one_statement,
     drop_repeated_suffix_lines,
