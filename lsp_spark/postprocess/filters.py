@@ -559,8 +559,9 @@ def prefer_parsable(context: CursorContext) -> Stage:
     Dropping trailing lines (or, in one line, cutting where the brackets balance) fixes
     most half-finished endings; with no such version there is nothing to suggest, unless
     the document is already broken at the cursor and the counts cannot be trusted.
-    A single line that leaves its brackets balanced is taken as it is: the parse (the
-    costliest step after the model) rarely finds anything there.
+    A single line that settles everything it opens is taken as it is: the parse (the
+    costliest step after the model) rarely finds anything there. One that ends on an
+    operator (`return m *`, where a looping line was cut) or inside a string is parsed.
     """
     count = context.new_errors
     return PASS if count is None else _Parsable(count, context)
@@ -575,7 +576,7 @@ class _Parsable(Stage):
 
     def finish(self, text: str) -> str:
         context, count = self._context, self._count
-        if not text.strip() or ("\n" not in text and depth_of(text, context) == 0):
+        if not text.strip() or ("\n" not in text and _settled(text, context)):
             return text
         if count(_inserted(text, context)) <= 0:
             return text
@@ -584,6 +585,21 @@ class _Parsable(Stage):
                 return candidate
         parses = context.parses_at_cursor
         return "" if parses is None or parses() else text
+
+
+TRAILING_OPERATOR = re.compile(r"[-+*/%=<>&|^~,\\]\s*$")
+"""A line ending here leaves an expression or a list unfinished (or, as `i++`, may not)."""
+
+
+def _settled(line: str, context: CursorContext) -> bool:
+    """Whether one line closes every bracket and string it opens and ends where an
+    expression can: then adding it is most likely no syntax error."""
+    brackets = Brackets(profile_for(context.language).syntax)
+    for _ in brackets.scan(context.line_prefix + line, len(context.line_prefix)):
+        pass
+    return (
+        brackets.depth == 0 and brackets.open_until is None and not TRAILING_OPERATOR.search(line)
+    )
 
 
 def _inserted(candidate: str, context: CursorContext) -> str:
