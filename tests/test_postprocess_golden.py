@@ -26,6 +26,8 @@ FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "postprocess"
 CASE_FILES = sorted(FIXTURES.glob("*.json"))
 DELTA_CHARS = 3
 NEXT_LINES = 3
+MAX_LINES = 12
+"""`maxLines` unless a case says otherwise (hosted backends' default)."""
 
 
 def load(path: Path) -> dict[str, Any]:
@@ -75,6 +77,7 @@ def context_for(case: dict[str, Any]) -> CursorContext:
         next_lines=tuple(below[:NEXT_LINES]),
         multiline=case["multiline"],
         one_statement=case.get("one_statement", False),
+        max_lines=case.get("max_lines", MAX_LINES),
         language=case["language"],
         indent_unit=case.get("indent_unit") or detect_indent_unit((prefix + suffix).split("\n")),
         new_errors=new_errors,

@@ -280,29 +280,46 @@ def _substantial(line: str) -> bool:
 def limit_lines(context: CursorContext) -> Stage:
     """One line mid-line or where asked, or the lines its open brackets span when it ends
     the cursor's line (`return [` written over three lines is one statement; its first
-    line alone breaks the code); otherwise at most `max_lines`."""
+    line alone breaks the code); otherwise at most `max_lines`, less a last line that
+    opens a Python block whose body the limit cuts off."""
     return _LimitLines(context)
 
 
 class _LimitLines(Stage):
-    __slots__ = ("_brackets", "_count", "_max_lines", "_multiline", "_prefix")
+    __slots__ = (
+        "_brackets",
+        "_count",
+        "_header_last",
+        "_max_lines",
+        "_multiline",
+        "_prefix",
+        "_profile",
+    )
 
     def __init__(self, context: CursorContext) -> None:
         self._multiline = context.multiline
         self._max_lines = context.max_lines
         self._count = 0
         self._prefix = context.line_prefix
+        self._profile = profile_for(context.language)
+        self._header_last = False
+        """Whether the line passed on last opens a block whose body is made by indentation."""
         self._brackets = (
             None
             if context.multiline or context.line_suffix.strip()
-            else Brackets(profile_for(context.language).syntax)
+            else Brackets(self._profile.syntax)
         )
 
     def line(self, line: str, last: bool) -> Verdict:
         index = self._count
         self._count += 1
         if self._multiline:
-            return End() if index >= self._max_lines else line
+            if index >= self._max_lines:
+                # Cut off from the body the limit drops, a header would break the code.
+                return End(take_back=int(self._header_last))
+            whole = self._prefix + line if index == 0 else line
+            self._header_last = self._profile.offside and self._profile.opens_block(whole.rstrip())
+            return line
         if last:
             return line
         if self._brackets is not None and line.strip():
@@ -328,7 +345,8 @@ def indent_body_under_header(context: CursorContext) -> Stage:
     grammar does not even report) and the body lands in the wrong block. The line after
     the header moves under it, with the lines nested in it; a line back at its level is
     read as written, and one carrying the statement on (`else:`) stays where it is. A
-    header the suggestion ends with, whose body the code below is not either, goes."""
+    header the suggestion ends with goes where the code below goes on at its level: that
+    code is not its body, and it would swallow or break it."""
     return _BodyUnderHeader(context) if profile_for(context.language).offside else PASS
 
 
@@ -371,16 +389,17 @@ class _BodyUnderHeader(Stage):
         return line
 
     def finish(self, text: str) -> str:
-        lines = text.rstrip().split("\n")
         below = next((line for line in self._context.next_lines if line.strip()), None)
+        if below is None:
+            return text  # the block ends here: a header starts new code, its body comes next
+        lines = text.rstrip().split("\n")
         dropped = False
         while lines:
             whole = self._context.line_prefix + lines[0] if len(lines) == 1 else lines[-1]
             if len(lines) == 1 and self._context.line_prefix.strip():
                 break  # the user is writing this header; its body comes next
-            width = self._width(whole)
             if not self._profile.opens_block(whole.rstrip()) or (
-                below is not None and self._width(below) > width
+                self._width(below) != self._width(whole)
             ):
                 break
             lines.pop()
