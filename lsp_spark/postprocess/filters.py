@@ -351,7 +351,7 @@ def indent_body_under_header(context: CursorContext) -> Stage:
 
 
 class _BodyUnderHeader(Stage):
-    __slots__ = ("_context", "_header", "_lines", "_moved_from", "_profile", "_shift", "_unit")
+    __slots__ = ("_context", "_first", "_header", "_moved_from", "_profile", "_shift", "_unit")
 
     def __init__(self, context: CursorContext) -> None:
         self._context = context
@@ -363,12 +363,12 @@ class _BodyUnderHeader(Stage):
         """Columns added to the lines being moved; 0 when none are."""
         self._moved_from = 0
         """The width the moved line was written at: only lines deeper are nested in it."""
-        self._lines = 0
+        self._first = True
 
     def line(self, line: str, last: bool) -> Verdict:
-        self._lines += 1
         text = line.strip()
-        if self._lines == 1:
+        if self._first:
+            self._first = False
             whole = self._context.line_prefix + line
             self._opens(whole, self._width(whole))
             return line
