@@ -65,6 +65,18 @@ class NestedStatements:
     """Node kinds whose children are such statements."""
 
 
+@dataclass(frozen=True, slots=True)
+class HeaderWords:
+    """The words a block's header starts with, in an indentation language."""
+
+    statements: tuple[str, ...]
+    """A statement's (`if`, `for`…): the header where only one fits."""
+    definitions: tuple[str, ...]
+    """A definition's."""
+    functions: tuple[str, ...]
+    """A function's: in its body no definition is started on a blank line."""
+
+
 class TestNaming(enum.Enum):
     """How a language's tests are named and placed (`actions/testfiles.py`)."""
 
@@ -108,6 +120,9 @@ class LanguageProfile:
     """Its name after a Markdown fence (```tsx), as models know it."""
     extensions: tuple[str, ...]
     """File extensions that mean this language, for files opened outside an editor."""
+    headers: HeaderWords | None
+    """The words its headers start with, for a model that sees only the code above to be
+    held to (or from) on a blank line (None: it is not held)."""
     _block_end: re.Pattern[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -176,6 +191,7 @@ GENERIC = LanguageProfile(
     optional_types=False,
     fence="",
     extensions=(),
+    headers=None,
 )
 """A language with no profile of its own: C-style line comments, as most have, and any
 of the common block openers; nothing else assumed."""
@@ -223,6 +239,11 @@ PROFILES: tuple[LanguageProfile, ...] = (
         optional_types=True,
         fence="python",
         extensions=(".py",),
+        headers=HeaderWords(
+            statements=("if", "elif", "else", "for", "while", "try", "except", "finally", "with"),
+            definitions=("def", "class", "async def"),
+            functions=("def", "async def"),
+        ),
     ),
     LanguageProfile(
         id="javascript",
@@ -240,6 +261,7 @@ PROFILES: tuple[LanguageProfile, ...] = (
         optional_types=False,
         fence="javascript",
         extensions=(".js", ".mjs", ".cjs"),
+        headers=None,
     ),
     LanguageProfile(
         id="javascriptreact",
@@ -257,6 +279,7 @@ PROFILES: tuple[LanguageProfile, ...] = (
         optional_types=False,
         fence="jsx",
         extensions=(".jsx",),
+        headers=None,
     ),
     LanguageProfile(
         id="typescript",
@@ -274,6 +297,7 @@ PROFILES: tuple[LanguageProfile, ...] = (
         optional_types=True,
         fence="typescript",
         extensions=(".ts", ".mts", ".cts"),
+        headers=None,
     ),
     LanguageProfile(
         id="typescriptreact",
@@ -291,6 +315,7 @@ PROFILES: tuple[LanguageProfile, ...] = (
         optional_types=True,
         fence="tsx",
         extensions=(".tsx",),
+        headers=None,
     ),
     LanguageProfile(
         id="go",
@@ -314,6 +339,7 @@ PROFILES: tuple[LanguageProfile, ...] = (
         optional_types=False,
         fence="go",
         extensions=(".go",),
+        headers=None,
     ),
     LanguageProfile(
         id="rust",
@@ -331,6 +357,7 @@ PROFILES: tuple[LanguageProfile, ...] = (
         optional_types=False,
         fence="rust",
         extensions=(".rs",),
+        headers=None,
     ),
     LanguageProfile(
         id="java",
@@ -354,6 +381,7 @@ PROFILES: tuple[LanguageProfile, ...] = (
         optional_types=False,
         fence="java",
         extensions=(".java",),
+        headers=None,
     ),
     LanguageProfile(
         id="c",
@@ -371,6 +399,7 @@ PROFILES: tuple[LanguageProfile, ...] = (
         optional_types=False,
         fence="c",
         extensions=(".c", ".h"),
+        headers=None,
     ),
     LanguageProfile(
         id="cpp",
@@ -388,6 +417,7 @@ PROFILES: tuple[LanguageProfile, ...] = (
         optional_types=False,
         fence="cpp",
         extensions=(".cc", ".cpp", ".cxx", ".hpp", ".hh"),
+        headers=None,
     ),
     LanguageProfile(
         id="csharp",
@@ -405,6 +435,7 @@ PROFILES: tuple[LanguageProfile, ...] = (
         optional_types=False,
         fence="cs",
         extensions=(".cs",),
+        headers=None,
     ),
     LanguageProfile(
         id="php",
@@ -428,6 +459,7 @@ PROFILES: tuple[LanguageProfile, ...] = (
         optional_types=True,
         fence="php",
         extensions=(".php",),
+        headers=None,
     ),
     LanguageProfile(
         id="ruby",
@@ -451,6 +483,7 @@ PROFILES: tuple[LanguageProfile, ...] = (
         optional_types=False,
         fence="ruby",
         extensions=(".rb",),
+        headers=None,
     ),
     LanguageProfile(
         id="lua",
@@ -474,6 +507,7 @@ PROFILES: tuple[LanguageProfile, ...] = (
         optional_types=False,
         fence="lua",
         extensions=(".lua",),
+        headers=None,
     ),
     LanguageProfile(
         id="shellscript",
@@ -497,6 +531,7 @@ PROFILES: tuple[LanguageProfile, ...] = (
         optional_types=False,
         fence="bash",
         extensions=(".sh", ".bash"),
+        headers=None,
     ),
     LanguageProfile(
         id="json",
@@ -520,6 +555,7 @@ PROFILES: tuple[LanguageProfile, ...] = (
         optional_types=False,
         fence="json",
         extensions=(".json",),
+        headers=None,
     ),
     _prose("plaintext", ("",)),
     _prose("markdown", ()),

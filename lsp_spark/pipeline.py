@@ -263,6 +263,7 @@ class CompletionEngine:
             stop=("\n\n\n",) if multiline else ("\n",),
             temperature=settings.temperature,
             multiline=multiline,
+            header_only=built.cursor.header_only,
             context=built.related,
         )
         if settings.redact_secrets:
@@ -404,6 +405,7 @@ class CompletionEngine:
             prefix=request.prefix + suggestion.text,
             suffix=rest + request.suffix[len(state.line_suffix) :],
             multiline=True,
+            header_only=False,
             stop=("\n\n\n",),
         )
         cursor = dataclasses.replace(
@@ -411,6 +413,7 @@ class CompletionEngine:
             line_prefix=line_prefix,
             line_suffix=rest,
             multiline=True,
+            header_only=False,
             new_errors=None,
             parses_at_cursor=None,
         )

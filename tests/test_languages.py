@@ -73,7 +73,13 @@ def test_a_profiles_queries_exist_and_compile(profile: languages.LanguageProfile
 
 @pytest.mark.parametrize(
     "kind",
-    [languages.LanguageProfile, languages.Syntax, languages.Grammar, languages.NestedStatements],
+    [
+        languages.LanguageProfile,
+        languages.Syntax,
+        languages.Grammar,
+        languages.NestedStatements,
+        languages.HeaderWords,
+    ],
 )
 def test_no_field_of_a_profile_falls_back_to_a_default(kind: type) -> None:
     """A profile that leaves a field out does not load, rather than quietly get a value

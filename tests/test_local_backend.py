@@ -21,11 +21,13 @@ from lsp_spark.backends import local
 from lsp_spark.backends.base import BackendError, CompletionRequest, FailureKind
 from lsp_spark.backends.local import (
     LocalBackend,
+    _in_a_function,
     _NoBreakAfterOpener,
     _OutputGate,
     bundled_model_path,
     local_backend_available,
 )
+from lsp_spark.languages import profile_for
 from lsp_spark.prompts.continuation import continuation_prompt, continuation_stops
 from tests.conftest import HeldWorker, local_idle
 
@@ -418,3 +420,62 @@ async def test_one_line_asked_for_cannot_break_right_after_an_opening_bracket(
         logits = after_opener(tokens, numpy.zeros(llm.n_vocab(), dtype=numpy.float32))
         assert bool(logits[newline] == -numpy.inf) is banned, opened
         assert numpy.isfinite(logits).sum() > llm.n_vocab() // 2, "only line breaks go"
+
+
+STRANDED_BODY = CompletionRequest(
+    prefix="def multiply_int(x, y):\n    ",
+    suffix="\n        return -multiply_int(x, -y)\n    return x * y\n",
+    language="python",
+    filename="solution.py",
+    max_tokens=24,
+    multiline=False,
+)
+
+
+HEADERS = ("if", "elif", "else", "for", "while", "try", "except", "finally", "with")
+
+
+async def test_where_only_a_header_fits_the_model_is_held_to_one(backend: LocalBackend) -> None:
+    statement = await complete(backend, STRANDED_BODY)
+    header = await complete(backend, dataclasses.replace(STRANDED_BODY, header_only=True))
+    assert statement.split()[0] not in HEADERS, "the hold did nothing"
+    assert header.split()[0] in HEADERS, header
+    assert header.rstrip().endswith(":"), header
+
+
+async def test_a_function_is_not_started_again_inside_itself(
+    backend: LocalBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    request = CompletionRequest(
+        prefix=(
+            "def check_subset(test_tup1, test_tup2):\n"
+            "  res = set(test_tup2).issubset(test_tup1)\n  "
+        ),
+        suffix="\n",
+        language="python",
+        filename="solution.py",
+        max_tokens=24,
+    )
+    held = await complete(backend, request)
+    assert held.split()[0] not in ("def", "class"), held
+    monkeypatch.setattr(local, "_first_word", lambda *_: None)
+    assert (await complete(backend, request)).split()[0] == "def", "the hold did nothing"
+
+
+@pytest.mark.parametrize(
+    ("prefix", "in_a_function"),
+    [
+        ("def area(w, h):\n    ", True),
+        ("def area(w, h):\n    while w:\n        if h:\n            x = 1\n        ", True),
+        ("async def area(w, h):\n    ", True),
+        ("class Shape:\n    ", False),
+        ("class Shape:\n    def area(self):\n        ", True),
+        ("default = 1\nif default:\n    ", False),
+        ("import os\n", False),
+    ],
+    ids=["function", "nested", "async", "class", "method", "not-a-def", "module"],
+)
+def test_whether_the_cursor_is_in_a_functions_body(prefix: str, in_a_function: bool) -> None:
+    headers = profile_for("python").headers
+    assert headers is not None
+    assert _in_a_function(headers, prefix) is in_a_function

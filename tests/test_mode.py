@@ -25,7 +25,7 @@ from lsp_spark.context.mode import Mode, completion_mode
         ("    ", "", "    b = 2", Mode.STATEMENT),
         ("        ", "", "        total += x", Mode.STATEMENT),
         # A blank line above deeper code: the header of that code's block, one line.
-        ("    ", "", "        nested = True", Mode.LINE),
+        ("    ", "", "        nested = True", Mode.HEADER),
     ],
 )
 def test_mode_from_the_text_around_the_cursor(
@@ -41,3 +41,7 @@ def test_comments_and_strings_follow_the_settings() -> None:
     assert note is Mode.NONE
     text = completion_mode("s = 'ab", "'", "", "string", in_strings=False)
     assert text is Mode.NONE
+
+
+def test_deeper_text_below_a_blank_line_in_a_docstring_asks_for_no_header() -> None:
+    assert completion_mode("    ", "", "        x: the value", "string") is Mode.LINE

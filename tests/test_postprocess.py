@@ -18,10 +18,12 @@ from lsp_spark.postprocess.filters import (
     MAX_PARSE_CHECKS,
     cut_repetition,
     drop_repeated_suffix_lines,
+    end_at_a_stray_indent,
     indent_body_under_header,
     limit_lines,
     limit_scope,
     normalise_indentation,
+    open_the_block_below,
     prefer_parsable,
     replaced_suffix_length,
     strip_echoed_line_prefix,
@@ -216,6 +218,63 @@ def test_bodies_already_deeper_and_lines_carrying_the_statement_on_stay() -> Non
 def test_where_indentation_is_not_syntax_a_header_keeps_what_follows_as_written() -> None:
     yaml = "services:\nweb: {}"
     assert only(indent_body_under_header, yaml, indented("  ", "", "yaml")) == yaml
+
+
+# --- end_at_a_stray_indent ----------------------------------------------------------
+
+
+def test_a_line_indented_under_no_header_ends_the_suggestion() -> None:
+    drifting = "i = i * (1 + i)\n        i = i * (1 + i)\n       i = i * (1 + i)"
+    assert only(end_at_a_stray_indent, drifting, indented("    ")) == "i = i * (1 + i)"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "if ready:\n        start()",
+        "total = combine(\n        first,\n        second)",
+        "total = first + \\\n        second",
+        'doc = """\n        text\n"""',
+        "x = 1\n        # a comment may sit anywhere\n    y = 2",
+        "x = 1\n\n    y = 2",
+    ],
+    ids=["header", "brackets", "backslash", "string", "comment", "blank"],
+)
+def test_a_deeper_line_that_something_above_explains_stays(text: str) -> None:
+    assert only(end_at_a_stray_indent, text, indented("    ")) == text
+
+
+def test_where_indentation_is_not_syntax_a_deeper_line_stays() -> None:
+    yaml = "name: web\n  image: nginx"
+    assert only(end_at_a_stray_indent, yaml, indented("  ", "", "yaml")) == yaml
+
+
+# --- open_the_block_below ------------------------------------------------------------
+
+
+def above_deeper_code(header_only: bool = True) -> CursorContext:
+    return CursorContext(
+        line_prefix="    ",
+        line_suffix="",
+        next_lines=("        return -multiply(x, -y)",),
+        multiline=False,
+        header_only=header_only,
+        language="python",
+    )
+
+
+@pytest.mark.parametrize(
+    "header",
+    ["if y < 0:", "else:  # the rest", "for item in items:", "total = combine(", "x = 1 + \\"],
+)
+def test_above_deeper_code_a_header_or_a_line_left_open_is_kept(header: str) -> None:
+    assert only(open_the_block_below, header, above_deeper_code()) == header
+
+
+@pytest.mark.parametrize("statement", ["return x * y", "# multiply", "total = combine(x, y)"])
+def test_above_deeper_code_a_statement_that_would_strand_it_is_dropped(statement: str) -> None:
+    assert only(open_the_block_below, statement, above_deeper_code()) == ""
+    assert only(open_the_block_below, statement, above_deeper_code(False)) == statement
 
 
 def test_normalise_indentation_turns_spaces_into_the_documents_tabs() -> None:

@@ -4,7 +4,8 @@ Each file in fixtures/postprocess/ holds the document around the cursor (`prefix
 `suffix`), the model's `raw` text and the suggestion expected from it (`expected`,
 `expected_replace`), plus `filter`: the filter the case is about, without which it must
 come out differently, and `stops_early` when the stream should close before the end
-of `raw`. Syntax errors are counted with the language's real tree-sitter grammar.
+of `raw`. `multiline`, `one_statement` and `header_only` are what the context builder
+decides at that cursor. Syntax errors are counted with the language's real tree-sitter grammar.
 """
 
 from __future__ import annotations
@@ -77,6 +78,7 @@ def context_for(case: dict[str, Any]) -> CursorContext:
         next_lines=tuple(below[:NEXT_LINES]),
         multiline=case["multiline"],
         one_statement=case.get("one_statement", False),
+        header_only=case.get("header_only", False),
         max_lines=case.get("max_lines", MAX_LINES),
         language=case["language"],
         indent_unit=case.get("indent_unit") or detect_indent_unit((prefix + suffix).split("\n")),

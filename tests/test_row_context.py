@@ -183,3 +183,19 @@ JS_TEXT = """class Cart {
 
 def test_typing_along_rows_of_braces_reads_what_a_full_read_would() -> None:
     assert retype("javascript", JS_TEXT, 6, 13) > 50
+
+
+def test_only_a_header_fits_above_deeper_code_where_indentation_is_syntax() -> None:
+    workspace = Workspace()
+    python = workspace.open(URI, "python", 1, "def f(x):\n    \n        return x\n")
+    javascript = workspace.open(
+        "file:///project/app.js", "javascript", 1, "function f(x) {\n  \n    return x;\n}\n"
+    )
+    below = workspace.open(OTHER, "python", 1, "def f(x):\n    \n    return x\n")
+    builder = ContextBuilder(workspace)
+    found = {}
+    for document, column in ((python, 4), (javascript, 2), (below, 4)):
+        built = builder.build(document, 1, column, OPTIONS)
+        assert built is not None
+        found[document.uri] = built.cursor.header_only
+    assert found == {URI: True, "file:///project/app.js": False, OTHER: False}

@@ -312,6 +312,18 @@ async def test_single_line_requests_ask_the_provider_to_stop_at_the_newline(
     assert cerebras.completion_requests[-1].body["stop"] == ["\n"]
 
 
+async def test_above_deeper_code_only_a_header_is_shown(
+    start_spark: StartSpark, cerebras: CerebrasTestServer
+) -> None:
+    cerebras.config.queue_replies("return x * y\n", "if y < 0:\n")
+    client = await start_spark(cerebras_options(cerebras))
+    text = "def multiply(x, y):\n    \n        return -multiply(x, -y)\n"
+    stranding = await inline(client, open_document(client, text, "file:///tmp/a.py"), 1, 4)
+    assert not (stranding.items if stranding else [])
+    opening = await inline(client, open_document(client, text, "file:///tmp/b.py"), 1, 4)
+    assert [item.insert_text for item in opening.items] == ["if y < 0:"]
+
+
 async def test_settings_change_switches_the_model(
     start_spark: StartSpark, cerebras: CerebrasTestServer
 ) -> None:

@@ -21,6 +21,9 @@ class CompletionRequest:
     stop: tuple[str, ...] = ()
     temperature: float = 0.0
     multiline: bool = True
+    header_only: bool = False
+    """Only a block header fits at the cursor, the code below being its body: a model that
+    does not see the suffix is held to starting one."""
     context: str = field(default="")
     """Material from elsewhere (imports, definitions, other files) placed before the prefix."""
 

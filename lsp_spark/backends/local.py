@@ -31,7 +31,7 @@ from lsp_spark.backends.base import (
     FailureKind,
     Message,
 )
-from lsp_spark.languages import profile_for
+from lsp_spark.languages import HeaderWords, profile_for
 from lsp_spark.postprocess.brackets import Brackets
 from lsp_spark.prompts.continuation import continuation_prompt, continuation_stops
 
@@ -371,6 +371,7 @@ class LocalBackend(Backend):
         # start and keep only continuations that begin with what was typed.
         partial = HEALED_END.search(request.prefix)
         typed = partial.group() if partial else ""
+        unhealed = request
         request = dataclasses.replace(
             request, prefix=request.prefix[: len(request.prefix) - len(typed)]
         )
@@ -392,6 +393,9 @@ class LocalBackend(Backend):
             constraints.append(_TypedWordConstraint(llm, vocabulary, len(tokens), typed, spaced))
         if not request.multiline:
             constraints.append(_NoBreakAfterOpener(self._vocabulary(llm)))
+        first_word = _first_word(llm, self._vocabulary(llm), len(tokens), typed, unhealed)
+        if first_word is not None:
+            constraints.append(first_word)
         processors = None
         if constraints:
             from llama_cpp import LogitsProcessorList
@@ -476,6 +480,9 @@ class _Vocabulary:
         self.texts = numpy.array(texts, dtype=str)
         self.line_breaks = numpy.char.startswith(numpy.char.lstrip(self.texts, " \t"), "\n")
         """The tokens that start a new line (after any spaces)."""
+        self.masks: dict[tuple[tuple[str, ...], bool, int, str], Any] = {}
+        """Allowed-token masks of `_FirstWord`, by its words and policy, the indentation
+        left to spell and the word so far."""
         self.by_text: dict[str, list[int]] = {}
         for token, text in enumerate(texts):
             if text:
@@ -519,6 +526,119 @@ class _TypedWordConstraint:
             allowed |= self._vocabulary.spelling(" " + remaining)
         logits[~allowed] = -numpy.inf
         return logits
+
+
+def _in_a_function(headers: HeaderWords, prefix: str) -> bool:
+    """Whether the cursor's line is in a function's body: the lines above that are shallower
+    than the cursor's are its enclosing headers, and the nearest definition among them
+    decides."""
+    *above, cursor_line = prefix.split("\n")
+    width = len(cursor_line) - len(cursor_line.lstrip())
+    for line in reversed(above):
+        text = line.lstrip()
+        if not text or len(line) - len(text) >= width:
+            continue
+        width = len(line) - len(text)
+        if any(_starts_with_word(text, word) for word in headers.definitions):
+            return any(_starts_with_word(text, word) for word in headers.functions)
+    return False
+
+
+def _starts_with_word(text: str, word: str) -> bool:
+    return text.startswith(word) and not text[len(word) : len(word) + 1].isidentifier()
+
+
+def _first_word(
+    llm: Any, vocabulary: _Vocabulary, prompt_length: int, typed: str, request: CompletionRequest
+) -> _FirstWord | None:
+    """How the first word on a blank line is held, if it is: where only a header fits, to a
+    header's (`CompletionRequest.header_only`); in a function's body, to code on this line
+    that does not start a definition. The model sees only the code above. Left alone it
+    writes a statement above a body that the statement strands; in a body it often breaks
+    the line at once (the blank line stays blank); and at the end of a function it starts
+    the function (or a variant) over again, nested inside itself."""
+    headers = profile_for(request.language).headers
+    if typed.strip() or headers is None:
+        return None
+    in_a_function = _in_a_function(headers, request.prefix)
+    if request.header_only:
+        words = headers.statements + (() if in_a_function else headers.definitions)
+        return _FirstWord(llm, vocabulary, prompt_length, typed, words, allowed=True)
+    if in_a_function:
+        words = headers.definitions
+        return _FirstWord(llm, vocabulary, prompt_length, typed, words, allowed=False)
+    return None
+
+
+class _FirstWord:
+    """Holds the first word after the indentation to `words` (`allowed`) or away from them."""
+
+    def __init__(
+        self,
+        llm: Any,
+        vocabulary: _Vocabulary,
+        prompt_length: int,
+        typed: str,
+        words: tuple[str, ...],
+        *,
+        allowed: bool,
+    ) -> None:
+        self._llm = llm
+        self._vocabulary = vocabulary
+        self._prompt_length = prompt_length
+        self._typed = typed
+        self._words = words
+        self._allowed = allowed
+        self._whole_word = re.compile("(?:" + "|".join(map(re.escape, words)) + r")(?=[^\w]|$)")
+        """One of the words, ended by the end of the text or by a character that ends it."""
+
+    def __call__(self, input_ids: Any, logits: Any) -> Any:
+        import numpy
+
+        produced = self._llm.detokenize(input_ids[self._prompt_length :].tolist())
+        text = produced.decode("utf-8", errors="ignore")
+        head = text[len(self._typed) :]
+        # Spaces past the indentation keep a word away for as long as no word follows.
+        word = head if self._allowed else head.lstrip(" \t")
+        if word and (self._ended(word) or not self._starts_a_word(word)):
+            return logits
+        # The next token's first characters may still be spelling the indentation.
+        skip = max(len(self._typed) - len(text), 0)
+        key = (self._words, self._allowed, skip, word)
+        mask = self._vocabulary.masks.get(key)
+        if mask is None:
+            pieces = self._vocabulary.texts.tolist()
+            mask = numpy.fromiter(
+                (self._allows(piece, skip, word) for piece in pieces),
+                dtype=bool,
+                count=len(pieces),
+            )
+            self._vocabulary.masks[key] = mask
+        logits[~mask] = -numpy.inf
+        return logits
+
+    def _allows(self, piece: str, skip: int, head: str) -> bool:
+        """Whether the token's text is more of the indentation, or goes on from `head` (the
+        word so far) into a word that may start the line. Ending the text is allowed only
+        where no word is required; a line break, only where one is (where words are kept
+        away, the line gets code, the model's own choice of it)."""
+        if not piece:
+            return not self._allowed
+        if len(piece) <= skip:
+            return not piece.strip(" \t")
+        start = head + piece[skip:]
+        if self._allowed:
+            return self._starts_a_word(start) or self._ended(start)
+        start = start.lstrip(" \t")
+        return not start.startswith("\n") and not self._whole_word.match(start)
+
+    def _starts_a_word(self, text: str) -> bool:
+        return any(word.startswith(text) for word in self._words)
+
+    def _ended(self, text: str) -> bool:
+        """Whether the text has one of the words and the character after it."""
+        found = self._whole_word.match(text)
+        return found is not None and found.end() < len(text)
 
 
 class _NoBreakAfterOpener:

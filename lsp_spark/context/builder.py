@@ -19,6 +19,7 @@ from lsp_spark.context import sources as src
 from lsp_spark.context.budget import Budget
 from lsp_spark.context.mode import Mode, completion_mode
 from lsp_spark.documents import Document, PositionEncoding
+from lsp_spark.languages import profile_for
 from lsp_spark.postprocess.context import CursorContext, detect_indent_unit
 from lsp_spark.prompts.continuation import line_comment
 from lsp_spark.settings import CONTEXT_SOURCES
@@ -196,6 +197,7 @@ def _cursor_context(
         next_lines=window.next_lines,
         multiline=mode.multiline,
         one_statement=mode is Mode.STATEMENT,
+        header_only=mode is Mode.HEADER and profile_for(document.language_id).offside,
         max_lines=options.max_lines,
         language=document.language_id,
         indent_unit=options.indent_unit or known.indent_unit,

@@ -1,5 +1,5 @@
-"""Deciding what to complete at the cursor: nothing, the rest of a line, one statement, or a
-block."""
+"""Deciding what to complete at the cursor: nothing, the rest of a line, a header, one
+statement, or a block."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ CLOSING_ONLY = re.compile(r"[\s)\]}>\"'`;,:.]*")
 class Mode(enum.Enum):
     NONE = "none"
     LINE = "line"
+    HEADER = "header"
+    """One line above deeper code: the header whose body that code is."""
     STATEMENT = "statement"
     """One statement where the code below goes on: a line, or a header with the body it opens."""
     BLOCK = "block"
@@ -49,7 +51,7 @@ def completion_mode(
         return Mode.BLOCK
     next_indent = len(next_line) - len(next_line.lstrip())
     if next_indent > len(line_prefix):
-        return Mode.LINE  # the code below is the body of the header that goes here
+        return Mode.HEADER if region == "code" else Mode.LINE
     if next_indent == len(line_prefix):
         return Mode.STATEMENT
     return Mode.BLOCK

@@ -24,6 +24,9 @@ class CursorContext:
     one_statement: bool = False
     """Whether the code below the cursor goes on in the cursor's block, so only one statement
     fits between it and the code above: a line, or a header with the body it opens."""
+    header_only: bool = False
+    """Whether only a header fits on the cursor's blank line: the code below is indented
+    deeper, in an indentation language, so it is the body of whatever goes here."""
     max_lines: int = 12
     language: str = "plaintext"
     """The document's LSP language id: its profile gives the scope rules and the string

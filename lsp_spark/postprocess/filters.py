@@ -420,6 +420,72 @@ class _BodyUnderHeader(Stage):
         return " " * width
 
 
+def end_at_a_stray_indent(context: CursorContext) -> Stage:
+    """In an indentation language, end before a line indented deeper than the code line
+    before it where that line neither opens a block nor leaves anything open (a bracket, a
+    string, a backslash): Python rejects the indent, and tree-sitter's grammar takes it, so
+    the parse check would not see it. Small models drift right as they repeat a line."""
+    return _StrayIndent(context) if profile_for(context.language).offside else PASS
+
+
+class _StrayIndent(Stage):
+    __slots__ = ("_brackets", "_context", "_previous", "_profile")
+
+    def __init__(self, context: CursorContext) -> None:
+        self._context = context
+        self._profile = profile_for(context.language)
+        self._brackets = Brackets(self._profile.syntax)
+        self._previous: str | None = None
+        """The last code line, whole (the cursor's with what precedes the cursor)."""
+
+    def line(self, line: str, last: bool) -> Verdict:
+        previous = self._previous
+        whole = self._context.line_prefix + line if previous is None else line
+        text = whole.strip()
+        if not text or text.startswith(self._profile.syntax.line_comments):
+            return line
+        if previous is not None and self._stray(whole, previous):
+            return End()
+        if self._brackets.open_until is None:
+            self._previous = whole
+        for _ in self._brackets.scan(whole):
+            pass
+        return line
+
+    def _stray(self, line: str, previous: str) -> bool:
+        brackets = self._brackets
+        width = columns(leading(line), self._context.indent_unit)
+        return (
+            width > columns(leading(previous), self._context.indent_unit)
+            and brackets.depth <= 0
+            and brackets.open_until is None
+            and not previous.rstrip().endswith("\\")
+            and not self._profile.opens_block(previous.rstrip())
+        )
+
+
+def open_the_block_below(context: CursorContext) -> Stage:
+    """On a blank line above deeper code (`CursorContext.header_only`), keep only a line
+    that opens a block, or one whose brackets stay open for the lines below to close:
+    anything else leaves that code indented under nothing, which does not even parse
+    (tree-sitter's grammar accepts it, so the parse check would not see it)."""
+    return _HeaderAboveBody(context) if context.header_only else PASS
+
+
+class _HeaderAboveBody(Stage):
+    __slots__ = ("_context",)
+
+    def __init__(self, context: CursorContext) -> None:
+        self._context = context
+
+    def finish(self, text: str) -> str:
+        context = self._context
+        last = (context.line_prefix + text.rstrip()).rsplit("\n", 1)[-1]
+        if not text.strip() or profile_for(context.language).opens_block(last):
+            return text
+        return text if depth_of(text, context) > 0 or last.endswith("\\") else ""
+
+
 def limit_scope(context: CursorContext) -> Stage:
     """Stop where the suggestion closes the cursor's block or starts a sibling definition."""
     return ScopeLimit(context)
@@ -681,6 +747,8 @@ FILTERS: tuple[Filter, ...] = (
     limit_lines,
     normalise_indentation,
     indent_body_under_header,
+    end_at_a_stray_indent,
+    open_the_block_below,
     limit_scope,
     fit_one_statement,
     drop_repeated_suffix_lines,
