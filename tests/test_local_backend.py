@@ -458,6 +458,7 @@ async def test_a_function_is_not_started_again_inside_itself(
     )
     held = await complete(backend, request)
     assert held.split()[0] not in ("def", "class"), held
+    assert not held.lstrip().startswith(("#", "\n")), held
     monkeypatch.setattr(local, "_first_word", lambda *_: None)
     assert (await complete(backend, request)).split()[0] == "def", "the hold did nothing"
 

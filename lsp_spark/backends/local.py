@@ -553,11 +553,14 @@ def _first_word(
 ) -> _FirstWord | None:
     """How the first word on a blank line is held, if it is: where only a header fits, to a
     header's (`CompletionRequest.header_only`); in a function's body, to code on this line
-    that does not start a definition. The model sees only the code above. Left alone it
-    writes a statement above a body that the statement strands; in a body it often breaks
-    the line at once (the blank line stays blank); and at the end of a function it starts
-    the function (or a variant) over again, nested inside itself."""
-    headers = profile_for(request.language).headers
+    that does not start a definition or a comment. The model sees only the code above. Left
+    alone it writes a statement above a body that the statement strands; in a body it often
+    breaks the line at once (the blank line stays blank), fills it with a comment (`# 1.`,
+    `# your code here`), or, at the end of a function, starts the function (or a variant)
+    over again, nested inside itself. A user who wants a comment types its marker: what
+    is typed is never held."""
+    profile = profile_for(request.language)
+    headers = profile.headers
     if typed.strip() or headers is None:
         return None
     in_a_function = _in_a_function(headers, request.prefix)
@@ -565,7 +568,7 @@ def _first_word(
         words = headers.statements + (() if in_a_function else headers.definitions)
         return _FirstWord(llm, vocabulary, prompt_length, typed, words, allowed=True)
     if in_a_function:
-        words = headers.definitions
+        words = headers.definitions + profile.syntax.line_comments
         return _FirstWord(llm, vocabulary, prompt_length, typed, words, allowed=False)
     return None
 
@@ -589,8 +592,14 @@ class _FirstWord:
         self._typed = typed
         self._words = words
         self._allowed = allowed
-        self._whole_word = re.compile("(?:" + "|".join(map(re.escape, words)) + r")(?=[^\w]|$)")
-        """One of the words, ended by the end of the text or by a character that ends it."""
+        self._whole_word = re.compile(
+            "|".join(
+                re.escape(word) + (r"(?=\W|$)" if word[-1:].isidentifier() else "")
+                for word in words
+            )
+        )
+        """One of the words, ended by the end of the text or by a character that ends it
+        (a word of punctuation, a comment marker, needs no end)."""
 
     def __call__(self, input_ids: Any, logits: Any) -> Any:
         import numpy
