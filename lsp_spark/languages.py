@@ -76,6 +76,15 @@ class HeaderWords:
     functions: tuple[str, ...]
     """A function's: in its body no definition is started on a blank line."""
 
+    @staticmethod
+    def starts(text: str, words: tuple[str, ...]) -> bool:
+        """Whether the text starts with one of the words as a whole word (`def f`, not
+        `default`)."""
+        return any(
+            text.startswith(word) and not text[len(word) : len(word) + 1].isidentifier()
+            for word in words
+        )
+
 
 class TestNaming(enum.Enum):
     """How a language's tests are named and placed (`actions/testfiles.py`)."""

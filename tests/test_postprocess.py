@@ -544,6 +544,21 @@ def test_prefer_parsable_keeps_the_text_when_the_document_is_broken_at_the_curso
     assert parsed("(((", parses_at_cursor=False) == ("(((", 1)
 
 
+@pytest.mark.parametrize(
+    ("line", "checked"),
+    [("if ready and count", True), ("if ready:", False), ("default = f(x)", False)],
+)
+def test_prefer_parsable_parses_a_header_line_that_does_not_open_its_block(
+    line: str, checked: bool
+) -> None:
+    checks = FakeParser()
+    context = CursorContext(
+        line_prefix="    ", line_suffix="", language="python", new_errors=checks
+    )
+    only(prefer_parsable, line, context)
+    assert bool(checks.checked) is checked
+
+
 def test_prefer_parsable_checks_the_text_as_it_lands_after_the_replaced_range() -> None:
     checks = FakeParser("f(", ")")
     context = CursorContext(line_prefix="f(", line_suffix=")", new_errors=checks)

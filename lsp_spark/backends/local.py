@@ -539,13 +539,9 @@ def _in_a_function(headers: HeaderWords, prefix: str) -> bool:
         if not text or len(line) - len(text) >= width:
             continue
         width = len(line) - len(text)
-        if any(_starts_with_word(text, word) for word in headers.definitions):
-            return any(_starts_with_word(text, word) for word in headers.functions)
+        if headers.starts(text, headers.definitions):
+            return headers.starts(text, headers.functions)
     return False
-
-
-def _starts_with_word(text: str, word: str) -> bool:
-    return text.startswith(word) and not text[len(word) : len(word) + 1].isidentifier()
 
 
 def _first_word(

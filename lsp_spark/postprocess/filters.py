@@ -646,7 +646,8 @@ def prefer_parsable(context: CursorContext) -> Stage:
     the document is already broken at the cursor and the counts cannot be trusted.
     A single line that settles everything it opens is taken as it is: the parse (the
     costliest step after the model) rarely finds anything there. One that ends on an
-    operator (`return m *`, where a looping line was cut) or inside a string is parsed.
+    operator (`return m *`, where a looping line was cut) or inside a string, or starts a
+    header without opening its block (`if a and b`, cut by the token limit), is parsed.
     """
     count = context.new_errors
     return PASS if count is None else _Parsable(count, context)
@@ -678,12 +679,24 @@ TRAILING_OPERATOR = re.compile(r"[-+*/%=<>&|^~,\\]\s*$")
 
 def _settled(line: str, context: CursorContext) -> bool:
     """Whether one line closes every bracket and string it opens and ends where an
-    expression can: then adding it is most likely no syntax error."""
-    brackets = Brackets(profile_for(context.language).syntax)
-    for _ in brackets.scan(context.line_prefix + line, len(context.line_prefix)):
+    expression can, and, if it starts a block's header, opens the block: then adding it is
+    most likely no syntax error. (`if x == 1 and y` cut by the token limit is not.)"""
+    profile = profile_for(context.language)
+    brackets = Brackets(profile.syntax)
+    whole = context.line_prefix + line
+    for _ in brackets.scan(whole, len(context.line_prefix)):
         pass
+    headers = profile.headers
+    unopened = (
+        headers is not None
+        and headers.starts(whole.lstrip(), headers.statements + headers.definitions)
+        and not profile.opens_block(whole.rstrip())
+    )
     return (
-        brackets.depth == 0 and brackets.open_until is None and not TRAILING_OPERATOR.search(line)
+        brackets.depth == 0
+        and brackets.open_until is None
+        and not TRAILING_OPERATOR.search(line)
+        and not unopened
     )
 
 
