@@ -153,6 +153,13 @@ def test_holes_gets_an_answer_for_every_hole_from_the_embedded_model(tmp_path: P
     assert baseline["tokensReceived"] > 0
 
 
+def test_local_speed_times_the_embedded_models_prompt_and_generation(tmp_path: Path) -> None:
+    report = run_tiny("local_speed", tmp_path / "local_speed.json")
+    assert (report["promptTokens"], report["generatedTokens"]) == (32, 4)
+    assert report["prefillMs"]["chunks"] > 0 and report["prefillMs"]["oneCall"] > 0
+    assert report["msPerGeneratedToken"] > 0
+
+
 def test_mbpp_runs_every_hole_both_systems_filled(tmp_path: Path) -> None:
     report = run_tiny("mbpp", tmp_path / "mbpp.json")
     assert report["holeCount"] == {"single": 3, "multi": 1}
