@@ -212,6 +212,12 @@ async def _session(
         f"that sent it), {stats.upstreamRequests} upstream requests for {stats.requests} "
         f"keystroke requests ({stats.superseded} superseded), {elapsed:.1f} s in all"
     )
+    if stats.firstTokenMs.p50 is not None:
+        print(
+            f"where the time goes, per upstream request (medians): {stats.firstTokenMs.p50:.0f} ms "
+            f"until its first text arrived (for the embedded model, mostly evaluating the new "
+            f"part of the prompt); the rest is generating the suggestion"
+        )
     await client.shutdown_async(None)
     client.exit(None)
     return 0 if shown else 1

@@ -39,3 +39,8 @@ def test_the_demo_shows_each_lines_rest_as_ghost_text_with_its_latencies(tmp_pat
     summary = next(line for line in printed if line.startswith("backend "))
     assert "4/4 holes got ghost text" in summary
     assert re.search(r"median \d+ ms after the last keystroke \(\d+ ms per upstream", summary)
+    breakdown = next(line for line in printed if line.startswith("where the time goes"))
+    until_first = re.search(r"(\d+) ms until its first text arrived", breakdown)
+    assert until_first is not None, breakdown
+    # The loopback server waits 80 ms before its first token.
+    assert int(until_first[1]) >= 80

@@ -38,8 +38,8 @@ from lsp_spark.prompts.continuation import continuation_prompt, continuation_sto
 WORKER_THREAD_NAME = "lsp-spark-local-generate"
 _PREFILL_CHUNK_TOKENS = 128
 """Prompt tokens evaluated between two cancellation checks: few enough that a new request
-waits at most about 0.4 s on two cores, enough that evaluating in chunks is about as fast as
-in one call (`benchmarks/local_speed.py`; chunks of 32 took about 16% longer)."""
+waits at most about half a second on two cores, enough that evaluating in chunks is about as
+fast as in one call (`benchmarks/local_speed.py`; chunks of 32 took about 16% longer)."""
 _LOCK_POLL_SECONDS = 0.02
 _PROMPT_SHRINK = 0.9
 
