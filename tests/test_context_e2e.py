@@ -104,6 +104,18 @@ async def test_block_suggestions_use_the_documents_indentation_and_stop_at_the_b
     assert await eventually(cerebras, lambda: upstream.client_hung_up, SEEN)
 
 
+async def test_tabs_left_by_the_editor_on_the_only_indented_line_indent_the_block(
+    start_spark: StartSpark, cerebras: CerebrasTestServer
+) -> None:
+    cerebras.config.queue_replies("numbers = re.findall('[0-9]+', text)\n    return max(numbers)")
+    client = await start_spark(cerebras_options(cerebras))
+    uri = open_document(client, "import re\ndef extract_max(text):\n\t\n")
+    result = await inline(client, uri, 2, 1)
+    assert [item.insert_text for item in result.items] == [
+        "numbers = re.findall('[0-9]+', text)\n\treturn max(numbers)"
+    ]
+
+
 async def test_a_suggestion_that_breaks_the_syntax_is_not_shown(
     start_spark: StartSpark, cerebras: CerebrasTestServer
 ) -> None:

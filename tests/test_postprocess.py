@@ -180,8 +180,20 @@ def test_stream_stops_when_multiline_output_exceeds_the_cap() -> None:
         (["def f():", "    if x:", "        return 1", "", "    return 2"], "    "),
         (["x = 1", "y = 2"], "    "),
         (["f(a,", "  b)", "g(", "    c)", "h(", "    d)"], "    "),
+        (["import re", "def extract_max(input):", "\t", ""], "\t"),
+        (["def area(r):", "  ", ""], "  "),
+        (["def f():", "  return 1", "\t"], "  "),
     ],
-    ids=["tabs", "two-spaces", "four-spaces", "flat-defaults-to-four", "most-frequent-step"],
+    ids=[
+        "tabs",
+        "two-spaces",
+        "four-spaces",
+        "flat-defaults-to-four",
+        "most-frequent-step",
+        "only-the-cursor-line-has-tabs",
+        "only-the-cursor-line-has-two-spaces",
+        "code-outweighs-a-blank-line",
+    ],
 )
 def test_detect_indent_unit(lines: list[str], unit: str) -> None:
     assert detect_indent_unit(lines) == unit

@@ -46,12 +46,16 @@ def detect_indent_unit(lines: Iterable[str]) -> str:
 
     Tabs when more lines are indented with tabs than with spaces; otherwise the most
     frequent positive step between consecutive non-blank lines (the smaller on a tie).
+    Where no line with code is indented, the indentation an editor left on a blank line
+    (the cursor's, on the first line of a body) is the only sign of the unit there is.
     """
     tabbed = spaced = 0
     steps: Counter[int] = Counter()
     previous = 0
+    blank_indents: list[str] = []
     for line in lines:
         if not line.strip():
+            blank_indents.append(leading(line))
             continue
         if line.startswith("\t"):
             tabbed += 1
@@ -64,9 +68,16 @@ def detect_indent_unit(lines: Iterable[str]) -> str:
     if tabbed > spaced:
         return "\t"
     if not steps:
-        return DEFAULT_INDENT
+        return _blank_lines_unit(blank_indents) if not spaced else DEFAULT_INDENT
     most = max(steps.values())
     return " " * min(step for step, count in steps.items() if count == most)
+
+
+def _blank_lines_unit(indents: list[str]) -> str:
+    if any(indent.startswith("\t") for indent in indents):
+        return "\t"
+    widths = [len(indent) for indent in indents if 0 < len(indent) <= 8 and not indent.strip(" ")]
+    return " " * min(widths) if widths else DEFAULT_INDENT
 
 
 def leading(line: str) -> str:
