@@ -75,6 +75,26 @@ class HeaderWords:
     """A definition's."""
     functions: tuple[str, ...]
     """A function's: in its body no definition is started on a blank line."""
+    clauses: tuple[tuple[str, tuple[str, ...]], ...]
+    """Each clause that carries a statement on at its header's level (`elif`, `except`),
+    with the headers it can follow."""
+
+    def fitting_above(self, below: str, width: int) -> tuple[str, ...]:
+        """The headers that fit on a blank line `width` characters deep whose body is the
+        deeper code at the start of `below` (the text after the line), where the line after
+        that body is a clause of the same statement: only those it can follow (above an
+        `elif`'s, `if` or `elif`). Empty where any header fits."""
+        for line in below.split("\n"):
+            text = line.lstrip()
+            depth = len(line) - len(text)
+            if not text or depth > width:
+                continue
+            if depth < width:
+                return ()
+            return next(
+                (follows for clause, follows in self.clauses if self.starts(text, (clause,))), ()
+            )
+        return ()
 
     @staticmethod
     def starts(text: str, words: tuple[str, ...]) -> bool:
@@ -252,6 +272,12 @@ PROFILES: tuple[LanguageProfile, ...] = (
             statements=("if", "elif", "else", "for", "while", "try", "except", "finally", "with"),
             definitions=("def", "class", "async def"),
             functions=("def", "async def"),
+            clauses=(
+                ("elif", ("if", "elif")),
+                ("else", ("if", "elif", "for", "while", "except")),
+                ("except", ("try", "except")),
+                ("finally", ("try", "except", "else")),
+            ),
         ),
     ),
     LanguageProfile(

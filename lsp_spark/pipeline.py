@@ -264,6 +264,7 @@ class CompletionEngine:
             temperature=settings.temperature,
             multiline=multiline,
             header_only=built.cursor.header_only,
+            headers_that_fit=built.cursor.headers_that_fit,
             context=built.related,
         )
         if settings.redact_secrets:

@@ -161,3 +161,34 @@ def test_every_test_naming_finds_a_test_file(profile: languages.LanguageProfile)
 )
 def test_what_opens_a_block_is_the_languages(language: str, line: str, opens_block: bool) -> None:
     assert profile_for(language).opens_block(line) is opens_block
+
+
+BELOW_IF_BODY = "\n        return high\n    elif low == 1:\n        return 1\n"
+
+
+@pytest.mark.parametrize(
+    ("below", "fitting"),
+    [
+        (BELOW_IF_BODY, ("if", "elif")),
+        (
+            "\n        return high\n\n    else:\n        return 1\n",
+            ("if", "elif", "for", "while", "except"),
+        ),
+        (
+            "\n        return int(text)\n    except ValueError:\n        return None\n",
+            ("try", "except"),
+        ),
+        ("\n        close()\n    finally:\n        done()\n", ("try", "except", "else")),
+        ("\n        return high\n    return low\n", ()),
+        ("\n        return high\nelif low == 1:\n    pass\n", ()),
+        ("\n        return high\n", ()),
+        ("\n        return high\n    elifant = 1\n", ()),
+    ],
+    ids=["elif", "else", "except", "finally", "statement", "shallower", "end", "not-a-clause"],
+)
+def test_above_a_body_a_clause_allows_only_the_headers_it_follows(
+    below: str, fitting: tuple[str, ...]
+) -> None:
+    headers = languages.profile_for("python").headers
+    assert headers is not None
+    assert headers.fitting_above(below, 4) == fitting

@@ -443,6 +443,27 @@ async def test_where_only_a_header_fits_the_model_is_held_to_one(backend: LocalB
     assert header.rstrip().endswith(":"), header
 
 
+async def test_above_a_body_an_elif_follows_the_model_is_held_to_an_if(
+    backend: LocalBackend,
+) -> None:
+    request = CompletionRequest(
+        prefix="def recur_gcd(a, b):\n    low = min(a, b)\n    high = max(a, b)\n    ",
+        suffix=(
+            "\n        return high\n    elif low == 1:\n        return 1\n"
+            "    else:\n        return recur_gcd(low, high % low)\n"
+        ),
+        language="python",
+        filename="solution.py",
+        max_tokens=24,
+        multiline=False,
+        header_only=True,
+    )
+    any_header = await complete(backend, request)
+    fitting = await complete(backend, dataclasses.replace(request, headers_that_fit=("if", "elif")))
+    assert any_header.split()[0] not in ("if", "elif"), "the clause made no difference"
+    assert fitting.split()[0] in ("if", "elif"), fitting
+
+
 async def test_a_function_is_not_started_again_inside_itself(
     backend: LocalBackend, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -287,6 +289,16 @@ def test_above_deeper_code_a_header_or_a_line_left_open_is_kept(header: str) -> 
 def test_above_deeper_code_a_statement_that_would_strand_it_is_dropped(statement: str) -> None:
     assert only(open_the_block_below, statement, above_deeper_code()) == ""
     assert only(open_the_block_below, statement, above_deeper_code(False)) == statement
+
+
+def test_above_a_body_an_elif_follows_only_an_if_or_an_elif_is_kept() -> None:
+    context = dataclasses.replace(above_deeper_code(), headers_that_fit=("if", "elif"))
+    assert only(open_the_block_below, "if low == 0:", context) == "if low == 0:"
+    assert only(open_the_block_below, "elif low == 0:", context) == "elif low == 0:"
+    assert only(open_the_block_below, "while low >= high:", context) == ""
+    assert only(open_the_block_below, "while low >= high:", above_deeper_code()) == (
+        "while low >= high:"
+    )
 
 
 def test_normalise_indentation_turns_spaces_into_the_documents_tabs() -> None:

@@ -199,3 +199,13 @@ def test_only_a_header_fits_above_deeper_code_where_indentation_is_syntax() -> N
         assert built is not None
         found[document.uri] = built.cursor.header_only
     assert found == {URI: True, "file:///project/app.js": False, OTHER: False}
+
+
+def test_above_a_body_an_elif_follows_only_the_headers_it_can_follow_fit() -> None:
+    workspace = Workspace()
+    text = "def f(x):\n    \n        return 1\n    elif x:\n        return 2\n"
+    document = workspace.open(URI, "python", 1, text)
+    built = ContextBuilder(workspace).build(document, 1, 4, OPTIONS)
+    assert built is not None
+    assert built.cursor.header_only
+    assert built.cursor.headers_that_fit == ("if", "elif")

@@ -324,6 +324,18 @@ async def test_above_deeper_code_only_a_header_is_shown(
     assert [item.insert_text for item in opening.items] == ["if y < 0:"]
 
 
+async def test_above_a_body_an_elif_follows_only_an_if_is_shown(
+    start_spark: StartSpark, cerebras: CerebrasTestServer
+) -> None:
+    cerebras.config.queue_replies("while low >= high:\n", "if low == 0:\n")
+    client = await start_spark(cerebras_options(cerebras))
+    text = "def gcd(a, b):\n    \n        return b\n    elif a == 1:\n        return 1\n"
+    loop = await inline(client, open_document(client, text, "file:///tmp/a.py"), 1, 4)
+    assert not (loop.items if loop else [])
+    condition = await inline(client, open_document(client, text, "file:///tmp/b.py"), 1, 4)
+    assert [item.insert_text for item in condition.items] == ["if low == 0:"]
+
+
 async def test_settings_change_switches_the_model(
     start_spark: StartSpark, cerebras: CerebrasTestServer
 ) -> None:

@@ -24,6 +24,8 @@ class CompletionRequest:
     header_only: bool = False
     """Only a block header fits at the cursor, the code below being its body: a model that
     does not see the suffix is held to starting one."""
+    headers_that_fit: tuple[str, ...] = ()
+    """Where the code below goes on with a clause (`elif`), the headers it can follow."""
     context: str = field(default="")
     """Material from elsewhere (imports, definitions, other files) placed before the prefix."""
 

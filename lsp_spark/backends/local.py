@@ -549,7 +549,8 @@ def _first_word(
     llm: Any, vocabulary: _Vocabulary, prompt_length: int, typed: str, request: CompletionRequest
 ) -> _FirstWord | None:
     """How the first word on a blank line is held, if it is: where only a header fits, to a
-    header's (`CompletionRequest.header_only`); in a function's body, to code on this line
+    header's (`CompletionRequest.header_only`), one the clause below can follow if there is
+    one (`headers_that_fit`); in a function's body, to code on this line
     that does not start a definition or a comment. The model sees only the code above. Left
     alone it writes a statement above a body that the statement strands; in a body it often
     breaks the line at once (the blank line stays blank), fills it with a comment (`# 1.`,
@@ -562,7 +563,9 @@ def _first_word(
         return None
     in_a_function = _in_a_function(headers, request.prefix)
     if request.header_only:
-        words = headers.statements + (() if in_a_function else headers.definitions)
+        words = request.headers_that_fit or (
+            headers.statements + (() if in_a_function else headers.definitions)
+        )
         return _FirstWord(llm, vocabulary, prompt_length, typed, words, allowed=True)
     if in_a_function:
         words = headers.definitions + profile.syntax.line_comments

@@ -191,13 +191,19 @@ def _cursor_context(
         if syntax is None
         else boundaries.SuggestionCheck(syntax, cursor_byte, window.line_prefix)
     )
+    profile = profile_for(document.language_id)
+    header_only = mode is Mode.HEADER and profile.offside
+    fitting: tuple[str, ...] = ()
+    if header_only and profile.headers is not None:
+        fitting = profile.headers.fitting_above(window.suffix, len(window.line_prefix))
     return CursorContext(
         line_prefix=window.line_prefix,
         line_suffix=window.line_suffix,
         next_lines=window.next_lines,
         multiline=mode.multiline,
         one_statement=mode is Mode.STATEMENT,
-        header_only=mode is Mode.HEADER and profile_for(document.language_id).offside,
+        header_only=header_only,
+        headers_that_fit=fitting,
         max_lines=options.max_lines,
         language=document.language_id,
         indent_unit=options.indent_unit or known.indent_unit,

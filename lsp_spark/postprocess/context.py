@@ -27,6 +27,9 @@ class CursorContext:
     header_only: bool = False
     """Whether only a header fits on the cursor's blank line: the code below is indented
     deeper, in an indentation language, so it is the body of whatever goes here."""
+    headers_that_fit: tuple[str, ...] = ()
+    """Where only a header fits and the code below goes on with a clause of its statement
+    (`elif`, `except`), the words of the headers that clause can follow (empty: any)."""
     max_lines: int = 12
     language: str = "plaintext"
     """The document's LSP language id: its profile gives the scope rules and the string

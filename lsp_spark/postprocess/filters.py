@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 
-from lsp_spark.languages import profile_for
+from lsp_spark.languages import HeaderWords, profile_for
 from lsp_spark.postprocess.brackets import CLOSE_BRACKETS, Brackets, depth_of
 from lsp_spark.postprocess.context import CursorContext, columns, leading
 from lsp_spark.postprocess.context import detect_indent_unit as detect_indent_unit
@@ -468,7 +468,10 @@ def open_the_block_below(context: CursorContext) -> Stage:
     """On a blank line above deeper code (`CursorContext.header_only`), keep only a line
     that opens a block, or one whose brackets stay open for the lines below to close:
     anything else leaves that code indented under nothing, which does not even parse
-    (tree-sitter's grammar accepts it, so the parse check would not see it)."""
+    (tree-sitter's grammar accepts it, so the parse check would not see it). Where that
+    code is followed by a clause (`elif`), the line must start a header the clause can
+    follow: an `elif` after a loop's body does not parse either, and the file already had
+    the error of a header missing there, so the parse check does not count it as new."""
     return _HeaderAboveBody(context) if context.header_only else PASS
 
 
@@ -480,10 +483,15 @@ class _HeaderAboveBody(Stage):
 
     def finish(self, text: str) -> str:
         context = self._context
-        last = (context.line_prefix + text.rstrip()).rsplit("\n", 1)[-1]
-        if not text.strip() or profile_for(context.language).opens_block(last):
+        lines = (context.line_prefix + text.rstrip()).split("\n")
+        if not text.strip():
             return text
-        return text if depth_of(text, context) > 0 or last.endswith("\\") else ""
+        fitting = context.headers_that_fit
+        if fitting and not HeaderWords.starts(lines[0].lstrip(), fitting):
+            return ""
+        if profile_for(context.language).opens_block(lines[-1]):
+            return text
+        return text if depth_of(text, context) > 0 or lines[-1].endswith("\\") else ""
 
 
 def limit_scope(context: CursorContext) -> Stage:
