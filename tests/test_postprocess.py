@@ -185,6 +185,7 @@ def test_stream_stops_when_multiline_output_exceeds_the_cap() -> None:
         (["import re", "def extract_max(input):", "\t", ""], "\t"),
         (["def area(r):", "  ", ""], "  "),
         (["def f():", "  return 1", "\t"], "  "),
+        (["def diff(a, b):", "    ", " "], "    "),
     ],
     ids=[
         "tabs",
@@ -195,6 +196,7 @@ def test_stream_stops_when_multiline_output_exceeds_the_cap() -> None:
         "only-the-cursor-line-has-tabs",
         "only-the-cursor-line-has-two-spaces",
         "code-outweighs-a-blank-line",
+        "a-stray-space-is-not-a-level",
     ],
 )
 def test_detect_indent_unit(lines: list[str], unit: str) -> None:

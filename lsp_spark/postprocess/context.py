@@ -77,10 +77,16 @@ def detect_indent_unit(lines: Iterable[str]) -> str:
 
 
 def _blank_lines_unit(indents: list[str]) -> str:
+    """Tabs if a blank line has them; otherwise the most frequent width (the wider on a
+    tie, so a stray space left at the end of a file does not count as a level)."""
     if any(indent.startswith("\t") for indent in indents):
         return "\t"
-    widths = [len(indent) for indent in indents if 0 < len(indent) <= 8 and not indent.strip(" ")]
-    return " " * min(widths) if widths else DEFAULT_INDENT
+    widths = Counter(
+        len(indent) for indent in indents if 0 < len(indent) <= 8 and not indent.strip(" ")
+    )
+    if not widths:
+        return DEFAULT_INDENT
+    return " " * max(widths, key=lambda width: (widths[width], width))
 
 
 def leading(line: str) -> str:
