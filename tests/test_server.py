@@ -312,28 +312,31 @@ async def test_single_line_requests_ask_the_provider_to_stop_at_the_newline(
     assert cerebras.completion_requests[-1].body["stop"] == ["\n"]
 
 
-async def test_above_deeper_code_only_a_header_is_shown(
-    start_spark: StartSpark, cerebras: CerebrasTestServer
+@pytest.mark.parametrize(
+    ("text", "misfit", "header"),
+    [
+        (
+            "def multiply(x, y):\n    \n        return -multiply(x, -y)\n",
+            "return x * y",
+            "if y < 0:",
+        ),
+        (
+            "def gcd(a, b):\n    \n        return b\n    elif a == 1:\n        return 1\n",
+            "while a >= b:",
+            "if a == 0:",
+        ),
+    ],
+    ids=["a-statement-would-strand-the-body", "an-elif-follows-the-body"],
+)
+async def test_above_deeper_code_only_a_header_that_fits_is_shown(
+    start_spark: StartSpark, cerebras: CerebrasTestServer, text: str, misfit: str, header: str
 ) -> None:
-    cerebras.config.queue_replies("return x * y\n", "if y < 0:\n")
+    cerebras.config.queue_replies(misfit + "\n", header + "\n")
     client = await start_spark(cerebras_options(cerebras))
-    text = "def multiply(x, y):\n    \n        return -multiply(x, -y)\n"
-    stranding = await inline(client, open_document(client, text, "file:///tmp/a.py"), 1, 4)
-    assert not (stranding.items if stranding else [])
-    opening = await inline(client, open_document(client, text, "file:///tmp/b.py"), 1, 4)
-    assert [item.insert_text for item in opening.items] == ["if y < 0:"]
-
-
-async def test_above_a_body_an_elif_follows_only_an_if_is_shown(
-    start_spark: StartSpark, cerebras: CerebrasTestServer
-) -> None:
-    cerebras.config.queue_replies("while low >= high:\n", "if low == 0:\n")
-    client = await start_spark(cerebras_options(cerebras))
-    text = "def gcd(a, b):\n    \n        return b\n    elif a == 1:\n        return 1\n"
-    loop = await inline(client, open_document(client, text, "file:///tmp/a.py"), 1, 4)
-    assert not (loop.items if loop else [])
-    condition = await inline(client, open_document(client, text, "file:///tmp/b.py"), 1, 4)
-    assert [item.insert_text for item in condition.items] == ["if low == 0:"]
+    dropped = await inline(client, open_document(client, text, "file:///tmp/a.py"), 1, 4)
+    assert not (dropped.items if dropped else [])
+    shown = await inline(client, open_document(client, text, "file:///tmp/b.py"), 1, 4)
+    assert [item.insert_text for item in shown.items] == [header]
 
 
 async def test_settings_change_switches_the_model(
