@@ -82,8 +82,8 @@ class HeaderWords:
     def fitting_above(self, below: str, width: int) -> tuple[str, ...]:
         """The headers that fit on a blank line `width` characters deep whose body is the
         deeper code at the start of `below` (the text after the line), where the line after
-        that body is a clause of the same statement: only those it can follow (above an
-        `elif`'s, `if` or `elif`). Empty where any header fits."""
+        that body is a clause of the same statement: only those the clause can follow
+        (`if` or `elif` where an `elif` comes next). Empty where any header fits."""
         for line in below.split("\n"):
             text = line.lstrip()
             depth = len(line) - len(text)
