@@ -464,6 +464,23 @@ async def test_above_a_body_an_elif_follows_the_model_is_held_to_an_if(
     assert fitting.split()[0] in ("if", "elif"), fitting
 
 
+async def test_a_model_spelling_only_spaces_is_stopped(backend: LocalBackend) -> None:
+    request = CompletionRequest(
+        prefix=(
+            "def binary_to_decimal(binary):\n    binary1 = binary\n    decimal, i, n = 0, 0, 0\n"
+            "    while(binary != 0):\n        dec = binary % 10\n        "
+        ),
+        suffix="\n        binary = binary//10\n        i += 1\n    return (decimal)\n",
+        language="python",
+        filename="solution.py",
+        max_tokens=96,
+    )
+    before = backend.tokens_generated
+    answer = await complete(backend, request)
+    assert not answer.strip(), answer
+    assert backend.tokens_generated - before <= local._BLANK_TOKENS_LIMIT
+
+
 async def test_a_function_is_not_started_again_inside_itself(
     backend: LocalBackend, monkeypatch: pytest.MonkeyPatch
 ) -> None:

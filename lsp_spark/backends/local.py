@@ -40,6 +40,10 @@ _PREFILL_CHUNK_TOKENS = 128
 """Prompt tokens evaluated between two cancellation checks: few enough that a new request
 waits at most about half a second on two cores, enough that evaluating in chunks is about as
 fast as in one call (`benchmarks/local_speed.py`; chunks of 32 took about 16% longer)."""
+_BLANK_TOKENS_LIMIT = 8
+"""Tokens of nothing but whitespace after which generation stops. Code starts within a few
+(a line break or two, the indentation); past them the model is spelling spaces up to its
+token limit, as it does on a line it would rather leave blank where no line break may come."""
 _LOCK_POLL_SECONDS = 0.02
 _PROMPT_SHRINK = 0.9
 
@@ -407,6 +411,7 @@ class LocalBackend(Backend):
         sampled = llm.generate(
             tokens, temp=max(request.temperature, 0.0), logits_processor=processors
         )
+        blank = True
         with contextlib.closing(sampled):
             for produced, token in enumerate(sampled, start=1):
                 if cancel.is_set():
@@ -415,10 +420,12 @@ class LocalBackend(Backend):
                     finished = True
                     break
                 self.tokens_generated += 1
-                text, finished = gate.feed(decoder.decode(llm.detokenize([token])))
+                piece = decoder.decode(llm.detokenize([token]))
+                blank = blank and not piece.strip()
+                text, finished = gate.feed(piece)
                 if text:
                     emit(text)
-                if finished or produced >= limit:
+                if finished or produced >= limit or (blank and produced >= _BLANK_TOKENS_LIMIT):
                     finished = True
                     break
         if finished and not cancel.is_set():
