@@ -568,13 +568,13 @@ def _first_word(
     headers = profile.headers
     if typed.strip() or headers is None:
         return None
-    in_a_function = _in_a_function(headers, request.prefix)
     if request.header_only:
         words = request.headers_that_fit or (
-            headers.statements + (() if in_a_function else headers.definitions)
+            headers.statements
+            + (() if _in_a_function(headers, request.prefix) else headers.definitions)
         )
         return _FirstWord(llm, vocabulary, prompt_length, typed, words, allowed=True)
-    if in_a_function:
+    if _in_a_function(headers, request.prefix):
         words = headers.definitions + profile.syntax.line_comments
         return _FirstWord(llm, vocabulary, prompt_length, typed, words, allowed=False)
     return None

@@ -482,10 +482,10 @@ class _HeaderAboveBody(Stage):
         self._context = context
 
     def finish(self, text: str) -> str:
-        context = self._context
-        lines = (context.line_prefix + text.rstrip()).split("\n")
         if not text.strip():
             return text
+        context = self._context
+        lines = (context.line_prefix + text.rstrip()).split("\n")
         fitting = context.headers_that_fit
         if fitting and not HeaderWords.starts(lines[0].lstrip(), fitting):
             return ""
