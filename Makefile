@@ -49,6 +49,7 @@ bench: install peers editors
 	$(BIN)/python benchmarks/bench_context.py
 	$(BIN)/python benchmarks/holes.py
 	$(BIN)/python benchmarks/mbpp.py
+	$(BIN)/python benchmarks/humaneval.py
 	$(BIN)/python benchmarks/local_speed.py
 	$(BIN)/python benchmarks/bench_http.py
 	$(BIN)/python benchmarks/bench_privacy.py

@@ -23,6 +23,9 @@ only, stopped at the end of the line (single-line holes) or at a blank line or a
 (`-I`, a temporary directory, 10 s, two at a time); pass@1 is the share of holes whose program
 exits 0. The table also shows how often a system offers nothing, re-types the line below the
 hole, breaks the syntax or (multi-line holes) runs more than two lines past the hole's length.
+
+`benchmarks/humaneval.py` runs the same on HumanEval, a second set in a different style, so
+that a change fitted to MBPP shows there.
 """
 
 from __future__ import annotations
@@ -63,7 +66,6 @@ from lsp_spark.testing import isolated_environment  # noqa: E402
 DATA = ROOT.parent / "shared" / "data" / "mbpp.jsonl"
 SAMPLE = ROOT / "fixtures" / "mbpp" / "sample.jsonl"
 """Four MBPP problems in the repository, for `--tiny`: the test suite runs without `DATA`."""
-RESULTS = ROOT / "benchmarks" / "results" / "mbpp.json"
 DEFAULT_SEED = 2108
 HoleKind = Literal["single", "multi"]
 KINDS: tuple[HoleKind, ...] = ("single", "multi")
@@ -124,6 +126,9 @@ class Problem:
     """The reference solution, with `\\n` line breaks."""
     setup: str
     tests: tuple[str, ...]
+    body_start: int = 0
+    """The first row a hole may start on: rows above it are given (HumanEval's signature and
+    docstring), not cut."""
 
     def program(self, code: str) -> str:
         """What runs to judge `code`: the setup, the code, then the asserts."""
@@ -189,6 +194,21 @@ def load_problems(path: Path) -> list[Problem]:
     return problems
 
 
+@dataclass(frozen=True, slots=True)
+class Dataset:
+    """A set of problems to cut holes in: its name (for files), its title (for people), the
+    data by default and for `--tiny`, and how to read it."""
+
+    name: str
+    title: str
+    data: Path
+    sample: Path
+    load: Callable[[Path], list[Problem]]
+
+
+MBPP = Dataset("mbpp", "MBPP", DATA, SAMPLE, load_problems)
+
+
 def leading_whitespace(line: str) -> str:
     return line[: len(line) - len(line.lstrip())]
 
@@ -240,7 +260,8 @@ def multi_line_holes(problem: Problem, tree: ast.Module) -> list[Hole]:
 
 def candidate_holes(problem: Problem) -> list[Hole]:
     tree = ast.parse(problem.code)
-    return single_line_holes(problem, tree) + multi_line_holes(problem, tree)
+    holes = single_line_holes(problem, tree) + multi_line_holes(problem, tree)
+    return [hole for hole in holes if hole.first >= problem.body_start]
 
 
 def passes(program: str) -> bool:
@@ -360,7 +381,7 @@ async def server_fill(client: LanguageClient, path: Path, hole: Hole) -> Fill:
     return Fill(suggestion, code, latency_ms)
 
 
-async def lsp_spark_fills(holes: list[Hole]) -> tuple[list[Fill], str, list[str]]:
+async def lsp_spark_fills(holes: list[Hole], name: str) -> tuple[list[Fill], str, list[str]]:
     """Start the server with the embedded model, fill every hole, always stop it; returns the
     fills, the model's name and what the server told the user."""
     settings = {"backend": "local", "localThreads": THREADS, "debounceMs": 0}
@@ -374,7 +395,7 @@ async def lsp_spark_fills(holes: list[Hole]) -> tuple[list[Fill], str, list[str]
             for index, hole in enumerate(holes):
                 if client._server is None or client._server.returncode is not None:
                     raise RuntimeError(f"the server exited before hole {index}")
-                path = folder / f"mbpp_{hole.problem.task_id}_{index}.py"
+                path = folder / f"{name}_{hole.problem.task_id}_{index}.py"
                 fills.append(await server_fill(client, path, hole))
                 if (index + 1) % PROGRESS_EVERY == 0:
                     print(f"  lsp-spark: {index + 1}/{len(holes)} holes", flush=True)
@@ -502,13 +523,13 @@ def fill_record(fill: Fill, passed: bool) -> dict[str, Any]:
     }
 
 
-def evaluate(arguments: argparse.Namespace, size: Size) -> dict[str, Any]:
-    problems = load_problems(arguments.data)
+def evaluate(dataset: Dataset, arguments: argparse.Namespace, size: Size) -> dict[str, Any]:
+    problems = dataset.load(arguments.data)
     started = time.perf_counter()
     holes, dropped = choose_holes(problems, size, arguments.seed)
     print(f"{len(holes)} holes chosen ({time.perf_counter() - started:.0f} s)", flush=True)
     fills: dict[str, list[Fill]] = {}
-    fills["lsp-spark"], model, messages = asyncio.run(lsp_spark_fills(holes))
+    fills["lsp-spark"], model, messages = asyncio.run(lsp_spark_fills(holes, dataset.name))
     for message in messages:
         print(f"  server says: {message}", flush=True)
     print(f"lsp-spark filled them ({time.perf_counter() - started:.0f} s)", flush=True)
@@ -546,12 +567,17 @@ def evaluate(arguments: argparse.Namespace, size: Size) -> dict[str, Any]:
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    add_size_options(parser, RESULTS, "3 single-line and 1 multi-line hole: checks, not scores")
+def main(dataset: Dataset) -> None:
+    parser = argparse.ArgumentParser(
+        description=f"Execution-scored hole filling on {dataset.title}"
+    )
+    results = ROOT / "benchmarks" / "results" / f"{dataset.name}.json"
+    add_size_options(parser, results, "3 single-line and 1 multi-line hole: checks, not scores")
     parser.add_argument("--full", action="store_true", help="every hole of every problem")
     parser.add_argument(
-        "--data", type=Path, help=f"MBPP's mbpp.jsonl (default {DATA}; with --tiny, {SAMPLE})"
+        "--data",
+        type=Path,
+        help=f"the problems (default {dataset.data}; with --tiny, {dataset.sample})",
     )
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="which problems and holes")
     arguments = parser.parse_args()
@@ -559,16 +585,16 @@ def main() -> None:
         parser.error("--tiny and --full exclude each other")
     size = TINY if arguments.tiny else FULL if arguments.full else DEFAULT
     if arguments.data is None:
-        arguments.data = SAMPLE if arguments.tiny else DATA
+        arguments.data = dataset.sample if arguments.tiny else dataset.data
     started = time.perf_counter()
-    report = evaluate(arguments, size)
+    report = evaluate(dataset, arguments, size)
     report["runtimeSeconds"] = round(time.perf_counter() - started, 1)
     arguments.output.parent.mkdir(parents=True, exist_ok=True)
     arguments.output.write_text(json.dumps(report, indent=2) + "\n")
     print()
     print_table(report["scores"])
     print(
-        f"\nMBPP, {size.name} set, seed {report['seed']}, model {report['model']}, "
+        f"\n{dataset.title}, {size.name} set, seed {report['seed']}, model {report['model']}, "
         f"{report['runtimeSeconds']:.0f} s. pass@1 and empty: shares of all holes; dup (re-types "
         "the line below), unparsable and long (over the hole's lines + 2): shares of the "
         "suggestions shown; p50: median request latency.\n"
@@ -577,4 +603,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(MBPP)

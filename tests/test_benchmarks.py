@@ -176,6 +176,30 @@ def test_mbpp_runs_every_hole_both_systems_filled(tmp_path: Path) -> None:
         assert isinstance(hole["raw model"]["passed"], bool)
 
 
+def test_humaneval_cuts_holes_below_the_docstring_and_both_systems_fill_them(
+    tmp_path: Path,
+) -> None:
+    """HumanEval's signature and docstring are the user's: every hole starts in the
+    canonical solution, below them."""
+    report = run_tiny("humaneval", tmp_path / "humaneval.json")
+    assert report["holeCount"] == {"single": 3, "multi": 1}
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        from humaneval import DATA, load_problems
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    problems = {problem.task_id: problem for problem in load_problems(DATA)}
+    assert len(problems) == 164
+    for hole in report["holes"]:
+        problem = problems[hole["taskId"]]
+        docstring_end = problem.code.split("\n")[: problem.body_start][-1]
+        assert docstring_end.strip().endswith(('"""', "'''")), hole
+        assert hole["lines"][0] > problem.body_start, hole
+        for system in ("lsp-spark", "raw model"):
+            assert isinstance(hole[system]["passed"], bool)
+    assert report["scores"]["lsp-spark"]["single"]["failures"] == 0
+
+
 def test_nextedit_reference_walks_each_case_to_the_expected_file(tmp_path: Path) -> None:
     """The scripted reference answers the expected edits: the tiny run must reach every
     expected file, in UTF-16 with LF and UTF-8 with CRLF, and time each first edit."""
