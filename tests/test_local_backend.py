@@ -481,6 +481,27 @@ async def test_a_model_spelling_only_spaces_is_stopped(backend: LocalBackend) ->
     assert backend.tokens_generated - before <= local._BLANK_TOKENS_LIMIT
 
 
+async def test_deeply_indented_lines_keep_their_line_breaks(backend: LocalBackend) -> None:
+    """A line break followed by 32 spaces or more is a token of its own, longer than
+    llama-cpp-python's detokenizer spells: the suggestion must still break its lines there,
+    not run them together."""
+    nested = [
+        f"{'    ' * depth}for node{depth} in node{depth - 1}.children:" for depth in range(2, 9)
+    ]
+    lines = ["def walk(tree):", "    for node1 in tree.children:", *nested]
+    request = CompletionRequest(
+        prefix="\n".join([*lines, f"{'    ' * 9}total = node8.value", f"{'    ' * 9}count"]),
+        suffix="",
+        language="python",
+        filename="walk.py",
+        max_tokens=24,
+    )
+    answer = await complete(backend, request)
+    _, *below = answer.split("\n")
+    assert below, answer
+    assert all(line.startswith(" " * 36) for line in below if line.strip()), answer
+
+
 async def test_a_function_is_not_started_again_inside_itself(
     backend: LocalBackend, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -44,6 +44,8 @@ _BLANK_TOKENS_LIMIT = 8
 """Tokens of nothing but whitespace after which generation stops. Code starts within a few
 (a line break or two, the indentation); past them the model is spelling spaces up to its
 token limit, as it does on a line it would rather leave blank where no line break may come."""
+_PIECE_BYTES = 64
+"""Room for one token's bytes, a few times the longest seen; a longer one gets its own."""
 _LOCK_POLL_SECONDS = 0.02
 _PROMPT_SHRINK = 0.9
 
@@ -391,14 +393,14 @@ class LocalBackend(Backend):
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         vocab = llm._model.vocab
         finished = False
+        vocabulary = self._vocabulary(llm)
         constraints: list[Callable[[Any, Any], Any]] = []
         if typed:
             spaced = request.prefix[-1:] in (" ", "\t")
-            vocabulary = self._vocabulary(llm)
-            constraints.append(_TypedWordConstraint(llm, vocabulary, len(tokens), typed, spaced))
+            constraints.append(_TypedWordConstraint(vocabulary, len(tokens), typed, spaced))
         if not request.multiline:
-            constraints.append(_NoBreakAfterOpener(self._vocabulary(llm)))
-        first_word = _first_word(llm, self._vocabulary(llm), len(tokens), typed, unhealed)
+            constraints.append(_NoBreakAfterOpener(vocabulary))
+        first_word = _first_word(vocabulary, len(tokens), typed, unhealed)
         if first_word is not None:
             constraints.append(first_word)
         processors = None
@@ -420,7 +422,7 @@ class LocalBackend(Backend):
                     finished = True
                     break
                 self.tokens_generated += 1
-                piece = decoder.decode(llm.detokenize([token]))
+                piece = decoder.decode(vocabulary.pieces[token])
                 blank = blank and not piece.strip()
                 text, finished = gate.feed(piece)
                 if text:
@@ -473,16 +475,31 @@ def _prefill(llm: Any, tokens: list[int], cancel: threading.Event) -> int:
 
 
 class _Vocabulary:
-    """Every token's text, indexed so the tokens that can spell a given word are found fast."""
+    """Every token's bytes and text, indexed so the tokens that can spell a given word are
+    found fast.
+
+    Spelled here rather than with `Llama.detokenize`, which drops any token longer than 32
+    bytes (a line break with deep indentation, a comment's ruler of dashes) without a word.
+    """
 
     def __init__(self, llm: Any) -> None:
+        import llama_cpp
         import numpy
 
         self.llm = llm
+        vocab = llm._model.vocab
+        buffer = ctypes.create_string_buffer(_PIECE_BYTES)
+        self.pieces: list[bytes] = []
         texts = []
         for token in range(llm.n_vocab()):
+            size = llama_cpp.llama_token_to_piece(vocab, token, buffer, len(buffer), 0, False)
+            if size < 0:
+                buffer = ctypes.create_string_buffer(-size)
+                size = llama_cpp.llama_token_to_piece(vocab, token, buffer, len(buffer), 0, False)
+            piece = buffer.raw[:size]
+            self.pieces.append(piece)
             try:
-                texts.append(llm.detokenize([token]).decode("utf-8"))
+                texts.append(piece.decode("utf-8"))
             except UnicodeDecodeError:
                 texts.append("")
         self.texts = numpy.array(texts, dtype=str)
@@ -495,6 +512,10 @@ class _Vocabulary:
         for token, text in enumerate(texts):
             if text:
                 self.by_text.setdefault(text, []).append(token)
+
+    def text_of(self, tokens: Any) -> str:
+        """The text of a run of tokens, less any character they have not finished."""
+        return b"".join(self.pieces[token] for token in tokens).decode("utf-8", errors="ignore")
 
     def spelling(self, word: str) -> Any:
         """A mask of the tokens that are a start of `word` or extend past its end."""
@@ -511,9 +532,8 @@ class _TypedWordConstraint:
     spelling it may be sampled, so the model completes the word the user is typing."""
 
     def __init__(
-        self, llm: Any, vocabulary: _Vocabulary, prompt_length: int, typed: str, spaced: bool
+        self, vocabulary: _Vocabulary, prompt_length: int, typed: str, spaced: bool
     ) -> None:
-        self._llm = llm
         self._vocabulary = vocabulary
         self._prompt_length = prompt_length
         self._typed = typed
@@ -522,8 +542,8 @@ class _TypedWordConstraint:
     def __call__(self, input_ids: Any, logits: Any) -> Any:
         import numpy
 
-        produced = self._llm.detokenize(input_ids[self._prompt_length :].tolist())
-        text = produced.decode("utf-8", errors="ignore")
+        produced = input_ids[self._prompt_length :].tolist()
+        text = self._vocabulary.text_of(produced)
         if self._spaced and text.startswith(" "):
             text = text[1:]
         if len(text) >= len(self._typed) or not self._typed.startswith(text):
@@ -553,7 +573,7 @@ def _in_a_function(headers: HeaderWords, prefix: str) -> bool:
 
 
 def _first_word(
-    llm: Any, vocabulary: _Vocabulary, prompt_length: int, typed: str, request: CompletionRequest
+    vocabulary: _Vocabulary, prompt_length: int, typed: str, request: CompletionRequest
 ) -> _FirstWord | None:
     """How the first word on a blank line is held, if it is: where only a header fits, to a
     header's (`CompletionRequest.header_only`), one the clause below can follow if there is
@@ -573,10 +593,10 @@ def _first_word(
             headers.statements
             + (() if _in_a_function(headers, request.prefix) else headers.definitions)
         )
-        return _FirstWord(llm, vocabulary, prompt_length, typed, words, allowed=True)
+        return _FirstWord(vocabulary, prompt_length, typed, words, allowed=True)
     if _in_a_function(headers, request.prefix):
         words = headers.definitions + profile.syntax.line_comments
-        return _FirstWord(llm, vocabulary, prompt_length, typed, words, allowed=False)
+        return _FirstWord(vocabulary, prompt_length, typed, words, allowed=False)
     return None
 
 
@@ -585,7 +605,6 @@ class _FirstWord:
 
     def __init__(
         self,
-        llm: Any,
         vocabulary: _Vocabulary,
         prompt_length: int,
         typed: str,
@@ -593,7 +612,6 @@ class _FirstWord:
         *,
         allowed: bool,
     ) -> None:
-        self._llm = llm
         self._vocabulary = vocabulary
         self._prompt_length = prompt_length
         self._typed = typed
@@ -611,8 +629,7 @@ class _FirstWord:
     def __call__(self, input_ids: Any, logits: Any) -> Any:
         import numpy
 
-        produced = self._llm.detokenize(input_ids[self._prompt_length :].tolist())
-        text = produced.decode("utf-8", errors="ignore")
+        text = self._vocabulary.text_of(input_ids[self._prompt_length :].tolist())
         head = text[len(self._typed) :]
         # Spaces past the indentation keep a word away for as long as no word follows.
         word = head if self._allowed else head.lstrip(" \t")
