@@ -577,13 +577,13 @@ def _first_word(
 ) -> _FirstWord | None:
     """How the first word on a blank line is held, if it is: where only a header fits, to a
     header's (`CompletionRequest.header_only`), one the clause below can follow if there is
-    one (`headers_that_fit`); in a function's body, to code on this line
-    that does not start a definition or a comment. The model sees only the code above. Left
-    alone it writes a statement above a body that the statement strands; in a body it often
-    breaks the line at once (the blank line stays blank), fills it with a comment (`# 1.`,
-    `# your code here`), or, at the end of a function, starts the function (or a variant)
-    over again, nested inside itself. A user who wants a comment types its marker: what
-    is typed is never held."""
+    one (`headers_that_fit`); in a function's body, to code on this line that does not start
+    a definition or a comment. The model sees only the code above. Left alone it writes a
+    statement above a body that the statement strands; in a body it often breaks the line at
+    once (the blank line stays blank), fills it with a comment (`# 1.`, `# your code here`),
+    or, at the end of a function, starts the function (or a variant) over again, nested
+    inside itself. A user who wants a comment types its marker: what is typed is never
+    held."""
     profile = profile_for(request.language)
     headers = profile.headers
     if typed.strip() or headers is None:
