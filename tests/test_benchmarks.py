@@ -158,6 +158,8 @@ def test_local_speed_times_the_embedded_models_prompt_and_generation(tmp_path: P
     assert (report["promptTokens"], report["generatedTokens"]) == (32, 4)
     assert report["prefillMs"]["chunks"] > 0 and report["prefillMs"]["oneCall"] > 0
     assert report["msPerGeneratedToken"] > 0
+    assert report["yardstick"]["model"].endswith(".Q4_1.gguf")
+    assert report["yardstick"]["ms"] > 0
 
 
 def test_mbpp_runs_every_hole_both_systems_filled(tmp_path: Path) -> None:
