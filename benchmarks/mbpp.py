@@ -95,6 +95,8 @@ THREADS = min(4, os.cpu_count() or 1)
 RUNNERS = 2
 """Programs run at once: the machine has two cores."""
 RUN_SECONDS = 10.0
+CPU_SECONDS = int(RUN_SECONDS) + 1
+"""The program's CPU limit, which the kernel enforces even if the benchmark dies first."""
 RUN_MEMORY_BYTES = 2 << 30
 """A generated `while True: items.append(...)` must not take the machine's memory."""
 LONG_MARGIN = 2
@@ -279,6 +281,7 @@ def passes(program: str) -> bool:
         with contextlib.suppress(ProcessLookupError):
             limit = (RUN_MEMORY_BYTES, RUN_MEMORY_BYTES)
             resource.prlimit(process.pid, resource.RLIMIT_AS, limit)
+            resource.prlimit(process.pid, resource.RLIMIT_CPU, (CPU_SECONDS, CPU_SECONDS + 1))
         try:
             return process.wait(timeout=RUN_SECONDS) == 0
         except subprocess.TimeoutExpired:
