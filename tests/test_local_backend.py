@@ -502,6 +502,36 @@ async def test_deeply_indented_lines_keep_their_line_breaks(backend: LocalBacken
     assert all(line.startswith(" " * 36) for line in below if line.strip()), answer
 
 
+async def test_a_chat_answer_keeps_the_line_breaks_of_deeply_indented_code(
+    backend: LocalBackend,
+) -> None:
+    """Chat answers (code actions' rewrites) are spelled by llama-cpp-python's streaming,
+    which must not drop the long token that breaks a line 36 spaces deep either."""
+    nested = [
+        f"{'    ' * depth}for node{depth} in node{depth - 1}.children:" for depth in range(2, 9)
+    ]
+    innermost = f"{'    ' * 9}total += node8.value"
+    code = "\n".join(
+        [
+            "def walk(tree):",
+            "    for node1 in tree.children:",
+            *nested,
+            innermost,
+            "    return total",
+        ]
+    )
+    question = (
+        "Add a docstring to this function. Answer with the whole function in a python code "
+        f"block.\n```python\n{code}\n```"
+    )
+    async with contextlib.aclosing(
+        backend.chat([{"role": "user", "content": question}], max_tokens=200)
+    ) as deltas:
+        answer = "".join([delta async for delta in deltas])
+    [line] = [line for line in answer.split("\n") if "node8.value" in line]
+    assert line.startswith(" " * 36) and "for node8" not in line, answer
+
+
 async def test_a_function_is_not_started_again_inside_itself(
     backend: LocalBackend, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -347,6 +347,7 @@ class LocalBackend(Backend):
     ) -> None:
         """Stream a chat completion, checking for cancellation between tokens (the prompt
         itself is evaluated in one call llama-cpp-python does not let us interrupt)."""
+        self._vocabulary(llm)
         chunks = llm.create_chat_completion(
             messages=messages, max_tokens=max_tokens, temperature=0.0, stream=True
         )
@@ -436,8 +437,11 @@ class LocalBackend(Backend):
                 emit(tail)
 
     def _vocabulary(self, llm: Any) -> _Vocabulary:
+        """The model's vocabulary, built once; from then on the model spells tokens with it
+        (`_SpellingTokenizer`), chat answers included."""
         if self._vocabulary_cache is None or self._vocabulary_cache.llm is not llm:
             self._vocabulary_cache = _Vocabulary(llm)
+            llm.tokenizer_ = _SpellingTokenizer(llm.tokenizer_, self._vocabulary_cache)
         return self._vocabulary_cache
 
     def _prompt_tokens(self, llm: Any, request: CompletionRequest) -> list[int]:
@@ -525,6 +529,28 @@ class _Vocabulary:
         for end in range(1, len(word)):
             mask[self.by_text.get(word[:end], [])] = True
         return mask
+
+
+class _SpellingTokenizer:
+    """llama-cpp-python's tokenizer for a `Llama` (its `tokenizer_`), with tokens spelled
+    from the vocabulary's bytes: its own detokenizer drops any token longer than 32 bytes,
+    so a chat answer (a code action's rewrite) ran deeply indented lines together."""
+
+    def __init__(self, original: Any, vocabulary: _Vocabulary) -> None:
+        self._original = original
+        self._pieces = vocabulary.pieces
+
+    def tokenize(self, text: bytes, add_bos: bool = True, special: bool = True) -> list[int]:
+        tokens: list[int] = self._original.tokenize(text, add_bos=add_bos, special=special)
+        return tokens
+
+    def detokenize(
+        self, tokens: list[int], prev_tokens: list[int] | None = None, special: bool = False
+    ) -> bytes:
+        if special:
+            spelled: bytes = self._original.detokenize(tokens, prev_tokens, special)
+            return spelled
+        return b"".join(self._pieces[token] for token in tokens)
 
 
 class _TypedWordConstraint:
