@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import enum
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
+
+from lsp_spark.syntax.names import python_unbound_names
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +99,22 @@ class HeaderWords:
             )
         return ()
 
+    def enclosing_function(self, prefix: str) -> int | None:
+        """The row of the definition whose body holds the last line of `prefix` (the
+        cursor's), if that is a function's: the lines above that are shallower than the
+        cursor's are its enclosing headers, and the nearest definition among them decides."""
+        *above, cursor_line = prefix.split("\n")
+        width = len(cursor_line) - len(cursor_line.lstrip())
+        for row in range(len(above) - 1, -1, -1):
+            line = above[row]
+            text = line.lstrip()
+            if not text or len(line) - len(text) >= width:
+                continue
+            width = len(line) - len(text)
+            if self.starts(text, self.definitions):
+                return row if self.starts(text, self.functions) else None
+        return None
+
     @staticmethod
     def starts(text: str, words: tuple[str, ...]) -> bool:
         """Whether the text starts with one of the words as a whole word (`def f`, not
@@ -152,6 +171,9 @@ class LanguageProfile:
     headers: HeaderWords | None
     """The words its headers start with, for a model that sees only the code above to be
     held to (or from) on a blank line (None: it is not held)."""
+    unbound_names: Callable[[str], frozenset[str]] | None
+    """The names a function's code (dedented) reads and never binds, where the language
+    can tell: a blank line in it is where one of them is about to be bound."""
     _block_end: re.Pattern[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -221,6 +243,7 @@ GENERIC = LanguageProfile(
     fence="",
     extensions=(),
     headers=None,
+    unbound_names=None,
 )
 """A language with no profile of its own: C-style line comments, as most have, and any
 of the common block openers; nothing else assumed."""
@@ -279,6 +302,7 @@ PROFILES: tuple[LanguageProfile, ...] = (
                 ("finally", ("try", "except", "else")),
             ),
         ),
+        unbound_names=python_unbound_names,
     ),
     LanguageProfile(
         id="javascript",
@@ -297,6 +321,7 @@ PROFILES: tuple[LanguageProfile, ...] = (
         fence="javascript",
         extensions=(".js", ".mjs", ".cjs"),
         headers=None,
+        unbound_names=None,
     ),
     LanguageProfile(
         id="javascriptreact",
@@ -315,6 +340,7 @@ PROFILES: tuple[LanguageProfile, ...] = (
         fence="jsx",
         extensions=(".jsx",),
         headers=None,
+        unbound_names=None,
     ),
     LanguageProfile(
         id="typescript",
@@ -333,6 +359,7 @@ PROFILES: tuple[LanguageProfile, ...] = (
         fence="typescript",
         extensions=(".ts", ".mts", ".cts"),
         headers=None,
+        unbound_names=None,
     ),
     LanguageProfile(
         id="typescriptreact",
@@ -351,6 +378,7 @@ PROFILES: tuple[LanguageProfile, ...] = (
         fence="tsx",
         extensions=(".tsx",),
         headers=None,
+        unbound_names=None,
     ),
     LanguageProfile(
         id="go",
@@ -375,6 +403,7 @@ PROFILES: tuple[LanguageProfile, ...] = (
         fence="go",
         extensions=(".go",),
         headers=None,
+        unbound_names=None,
     ),
     LanguageProfile(
         id="rust",
@@ -393,6 +422,7 @@ PROFILES: tuple[LanguageProfile, ...] = (
         fence="rust",
         extensions=(".rs",),
         headers=None,
+        unbound_names=None,
     ),
     LanguageProfile(
         id="java",
@@ -417,6 +447,7 @@ PROFILES: tuple[LanguageProfile, ...] = (
         fence="java",
         extensions=(".java",),
         headers=None,
+        unbound_names=None,
     ),
     LanguageProfile(
         id="c",
@@ -435,6 +466,7 @@ PROFILES: tuple[LanguageProfile, ...] = (
         fence="c",
         extensions=(".c", ".h"),
         headers=None,
+        unbound_names=None,
     ),
     LanguageProfile(
         id="cpp",
@@ -453,6 +485,7 @@ PROFILES: tuple[LanguageProfile, ...] = (
         fence="cpp",
         extensions=(".cc", ".cpp", ".cxx", ".hpp", ".hh"),
         headers=None,
+        unbound_names=None,
     ),
     LanguageProfile(
         id="csharp",
@@ -471,6 +504,7 @@ PROFILES: tuple[LanguageProfile, ...] = (
         fence="cs",
         extensions=(".cs",),
         headers=None,
+        unbound_names=None,
     ),
     LanguageProfile(
         id="php",
@@ -495,6 +529,7 @@ PROFILES: tuple[LanguageProfile, ...] = (
         fence="php",
         extensions=(".php",),
         headers=None,
+        unbound_names=None,
     ),
     LanguageProfile(
         id="ruby",
@@ -519,6 +554,7 @@ PROFILES: tuple[LanguageProfile, ...] = (
         fence="ruby",
         extensions=(".rb",),
         headers=None,
+        unbound_names=None,
     ),
     LanguageProfile(
         id="lua",
@@ -543,6 +579,7 @@ PROFILES: tuple[LanguageProfile, ...] = (
         fence="lua",
         extensions=(".lua",),
         headers=None,
+        unbound_names=None,
     ),
     LanguageProfile(
         id="shellscript",
@@ -567,6 +604,7 @@ PROFILES: tuple[LanguageProfile, ...] = (
         fence="bash",
         extensions=(".sh", ".bash"),
         headers=None,
+        unbound_names=None,
     ),
     LanguageProfile(
         id="json",
@@ -591,6 +629,7 @@ PROFILES: tuple[LanguageProfile, ...] = (
         fence="json",
         extensions=(".json",),
         headers=None,
+        unbound_names=None,
     ),
     _prose("plaintext", ("",)),
     _prose("markdown", ()),

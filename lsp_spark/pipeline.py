@@ -265,6 +265,7 @@ class CompletionEngine:
             multiline=multiline,
             header_only=built.cursor.header_only,
             headers_that_fit=built.cursor.headers_that_fit,
+            names_to_bind=built.cursor.names_to_bind,
             context=built.related,
         )
         if settings.redact_secrets:

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import dataclasses
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -530,6 +531,22 @@ async def test_a_chat_answer_keeps_the_line_breaks_of_deeply_indented_code(
         answer = "".join([delta async for delta in deltas])
     [line] = [line for line in answer.split("\n") if "node8.value" in line]
     assert line.startswith(" " * 36) and "for node8" not in line, answer
+
+
+async def test_a_blank_line_binds_the_name_the_code_below_reads(backend: LocalBackend) -> None:
+    """Seeing only the code above, the model returns the area at once; the code below
+    returns `area`, which nothing binds, so the line is held to binding it."""
+    request = CompletionRequest(
+        prefix="def rectangle_area(l, b):\n    ",
+        suffix="\n    return area\n",
+        language="python",
+        filename="shapes.py",
+        max_tokens=24,
+    )
+    free = await complete(backend, request)
+    assert free.startswith("return"), "the model no longer needs the hold here"
+    held = await complete(backend, dataclasses.replace(request, names_to_bind=("area",)))
+    assert re.match(r"area\s*=", held), held
 
 
 async def test_a_function_is_not_started_again_inside_itself(

@@ -26,6 +26,9 @@ class CompletionRequest:
     does not see the suffix is held to starting one."""
     headers_that_fit: tuple[str, ...] = ()
     """Where the code below goes on with a clause (`elif`), the headers it can follow."""
+    names_to_bind: tuple[str, ...] = ()
+    """On a blank line in a function, the names its code below reads and nothing binds: a
+    model that does not see the suffix is held to starting the line with one."""
     context: str = field(default="")
     """Material from elsewhere (imports, definitions, other files) placed before the prefix."""
 

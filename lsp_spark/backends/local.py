@@ -583,19 +583,8 @@ class _TypedWordConstraint:
 
 
 def _in_a_function(headers: HeaderWords, prefix: str) -> bool:
-    """Whether the cursor's line is in a function's body: the lines above that are shallower
-    than the cursor's are its enclosing headers, and the nearest definition among them
-    decides."""
-    *above, cursor_line = prefix.split("\n")
-    width = len(cursor_line) - len(cursor_line.lstrip())
-    for line in reversed(above):
-        text = line.lstrip()
-        if not text or len(line) - len(text) >= width:
-            continue
-        width = len(line) - len(text)
-        if headers.starts(text, headers.definitions):
-            return headers.starts(text, headers.functions)
-    return False
+    """Whether the cursor's line is in a function's body."""
+    return headers.enclosing_function(prefix) is not None
 
 
 def _first_word(
@@ -603,13 +592,14 @@ def _first_word(
 ) -> _FirstWord | None:
     """How the first word on a blank line is held, if it is: where only a header fits, to a
     header's (`CompletionRequest.header_only`), one the clause below can follow if there is
-    one (`headers_that_fit`); in a function's body, to code on this line that does not start
-    a definition or a comment. The model sees only the code above. Left alone it writes a
-    statement above a body that the statement strands; in a body it often breaks the line at
-    once (the blank line stays blank), fills it with a comment (`# 1.`, `# your code here`),
-    or, at the end of a function, starts the function (or a variant) over again, nested
-    inside itself. A user who wants a comment types its marker: what is typed is never
-    held."""
+    one (`headers_that_fit`); where the code below reads names nothing binds, to one of them
+    (`names_to_bind`); in a function's body otherwise, to code on this line that does not
+    start a definition or a comment. The model sees only the code above. Left alone it
+    writes a statement above a body that the statement strands, and `return l * b` above
+    `return area`; in a body it often breaks the line at once (the blank line stays blank),
+    fills it with a comment (`# 1.`, `# your code here`), or, at the end of a function,
+    starts the function (or a variant) over again, nested inside itself. A user who wants a
+    comment types its marker: what is typed is never held."""
     profile = profile_for(request.language)
     headers = profile.headers
     if typed.strip() or headers is None:
@@ -620,6 +610,8 @@ def _first_word(
             + (() if _in_a_function(headers, request.prefix) else headers.definitions)
         )
         return _FirstWord(vocabulary, prompt_length, typed, words, allowed=True)
+    if request.names_to_bind:
+        return _FirstWord(vocabulary, prompt_length, typed, request.names_to_bind, allowed=True)
     if _in_a_function(headers, request.prefix):
         words = headers.definitions + profile.syntax.line_comments
         return _FirstWord(vocabulary, prompt_length, typed, words, allowed=False)

@@ -18,6 +18,7 @@ from lsp_spark.context import CursorWindow, Surroundings, cursor_window
 from lsp_spark.context import sources as src
 from lsp_spark.context.budget import Budget
 from lsp_spark.context.mode import Mode, completion_mode
+from lsp_spark.context.names import names_to_bind
 from lsp_spark.documents import Document, PositionEncoding
 from lsp_spark.languages import profile_for
 from lsp_spark.postprocess.context import CursorContext, detect_indent_unit
@@ -196,6 +197,9 @@ def _cursor_context(
     fitting: tuple[str, ...] = ()
     if header_only and profile.headers is not None:
         fitting = profile.headers.fitting_above(window.suffix, len(window.line_prefix))
+    to_bind: tuple[str, ...] = ()
+    if mode in (Mode.STATEMENT, Mode.BLOCK):
+        to_bind = names_to_bind(profile, window.prefix, window.suffix, document.text)
     return CursorContext(
         line_prefix=window.line_prefix,
         line_suffix=window.line_suffix,
@@ -204,6 +208,7 @@ def _cursor_context(
         one_statement=mode is Mode.STATEMENT,
         header_only=header_only,
         headers_that_fit=fitting,
+        names_to_bind=to_bind,
         max_lines=options.max_lines,
         language=document.language_id,
         indent_unit=options.indent_unit or known.indent_unit,

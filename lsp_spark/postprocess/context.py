@@ -30,6 +30,9 @@ class CursorContext:
     headers_that_fit: tuple[str, ...] = ()
     """Where only a header fits and the code below goes on with a clause of its statement
     (`elif`, `except`), the words of the headers that clause can follow (empty: any)."""
+    names_to_bind: tuple[str, ...] = ()
+    """On a blank line in a function, the names its code below reads and nothing in the
+    document binds (`context/names.py`): the line is about to bind one of them."""
     max_lines: int = 12
     language: str = "plaintext"
     """The document's LSP language id: its profile gives the scope rules and the string

@@ -1,0 +1,53 @@
+"""The names a blank line in a function is about to bind.
+
+Code below the cursor that reads a name nothing binds goes on as if the line bound it
+(`return area` under the blank line of `area = l * b`). A model that sees the suffix can
+tell; one that sees only the code above cannot, so the backend holds it to those names.
+"""
+
+from __future__ import annotations
+
+import re
+
+from lsp_spark.languages import LanguageProfile
+
+IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
+
+
+def names_to_bind(
+    profile: LanguageProfile, prefix: str, suffix: str, document: str
+) -> tuple[str, ...]:
+    """The names that the code of the cursor's function below the cursor reads and that
+    nothing binds: not the function (found in `prefix` and `suffix`, the text around the
+    cursor), and no other text of the document, where a name counts as bound wherever else
+    it appears (an import, a global, a function defined further down)."""
+    headers, unbound_names = profile.headers, profile.unbound_names
+    if headers is None or unbound_names is None:
+        return ()
+    row = headers.enclosing_function(prefix)
+    if row is None:
+        return ()
+    above = prefix.split("\n")[row:]
+    depth = len(above[0]) - len(above[0].lstrip())
+    below = suffix.split("\n")[1:]
+    end = next(
+        (
+            index
+            for index, line in enumerate(below)
+            if line.strip() and len(line) - len(line.lstrip()) <= depth
+        ),
+        len(below),
+    )
+    function = "\n".join(line[depth:] for line in [*above, *below[:end]])
+    read_below = set(IDENTIFIER.findall("\n".join(below[:end])))
+    return tuple(
+        sorted(
+            name
+            for name in unbound_names(function) & read_below
+            if _occurrences(name, document) == _occurrences(name, function)
+        )
+    )
+
+
+def _occurrences(name: str, text: str) -> int:
+    return len(re.findall(rf"(?<!\w){re.escape(name)}(?!\w)", text))

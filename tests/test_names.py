@@ -1,0 +1,81 @@
+"""The names a blank line in a function is about to bind: what the code below reads and
+nothing binds, found with Python's own symbol tables."""
+
+from __future__ import annotations
+
+import pytest
+
+from lsp_spark.context.builder import ContextBuilder
+from lsp_spark.context.names import names_to_bind
+from lsp_spark.languages import profile_for
+from lsp_spark.syntax.names import python_unbound_names
+from lsp_spark.workspace import Workspace
+from tests.test_row_context import OPTIONS
+
+PYTHON = profile_for("python")
+
+
+@pytest.mark.parametrize(
+    ("code", "unbound"),
+    [
+        ("def f(r):\n    return area + r\n", {"area"}),
+        ("def f(r):\n    area = r * r\n    return area\n", set()),
+        ("def f(r):\n    return [x for x in r if x > limit]\n", {"limit"}),
+        ("def f(r):\n    def g():\n        return total + r\n    return g\n", {"total"}),
+        ("import math\ndef f(r):\n    return math.pi * len(r)\n", set()),
+        ("LIMIT = 3\ndef f(r):\n    return r[:LIMIT]\n", set()),
+        ("def f(r):\n    for i, x in enumerate(r):\n        print(i, x)\n", set()),
+        ("def f(r:\n    return area\n", set()),
+    ],
+    ids=[
+        "read-never-bound",
+        "bound-above",
+        "in-a-comprehension",
+        "in-a-nested-function",
+        "imported",
+        "a-global",
+        "loop-targets-and-builtins",
+        "does-not-compile",
+    ],
+)
+def test_python_unbound_names(code: str, unbound: set[str]) -> None:
+    assert python_unbound_names(code) == unbound
+
+
+def bind(prefix: str, suffix: str, before: str = "", after: str = "") -> tuple[str, ...]:
+    document = before + prefix + suffix + after
+    return names_to_bind(PYTHON, before + prefix, suffix + after, document)
+
+
+def test_a_name_the_code_below_reads_and_nothing_binds_is_to_be_bound() -> None:
+    assert bind("def area_of(l, b):\n    ", "\n    return area\n") == ("area",)
+
+
+def test_names_bound_above_read_only_above_or_defined_elsewhere_are_not() -> None:
+    prefix = "def f(values):\n    seen = set()\n    print(early)\n    "
+    suffix = "\n    return helper(seen) + np.sum(values)\n"
+    after = "\n\ndef helper(x):\n    return x\n"
+    assert bind(prefix, suffix, before="import numpy as np\n", after=after) == ()
+
+
+def test_a_name_that_appears_outside_the_window_counts_as_bound() -> None:
+    prefix, suffix = "def f(values):\n    ", "\n    return scale * len(values)\n"
+    assert names_to_bind(PYTHON, prefix, suffix, "scale = 2\n\n" + prefix + suffix) == ()
+
+
+def test_only_inside_a_function_and_only_for_a_language_that_can_tell() -> None:
+    assert bind("for x in items:\n    ", "\n    total += x\nprint(total)\n") == ()
+    javascript = profile_for("javascript")
+    prefix, suffix = "function f(l, b) {\n  ", "\n  return area;\n}\n"
+    assert names_to_bind(javascript, prefix, suffix, prefix + suffix) == ()
+
+
+def test_the_builder_passes_them_on_a_blank_line_only() -> None:
+    workspace = Workspace()
+    text = "def area_of(l, b):\n    \n    half = l / 2\n    return area\n"
+    document = workspace.open("file:///project/shapes.py", "python", 1, text)
+    builder = ContextBuilder(workspace)
+    blank = builder.build(document, 1, 4, OPTIONS)
+    assert blank is not None and blank.cursor.names_to_bind == ("area",)
+    line_end = builder.build(document, 2, len("    half = l / 2"), OPTIONS)
+    assert line_end is not None and line_end.cursor.names_to_bind == ()
