@@ -343,7 +343,7 @@ async def test_a_half_typed_word_is_completed_not_replaced(backend: LocalBackend
     assert completion.startswith("urn")
 
 
-def test_blocks_are_three_lines_for_the_embedded_model_unless_the_settings_say() -> None:
+def test_blocks_are_four_lines_for_the_embedded_model_unless_the_settings_say() -> None:
     """A small model's long blocks run past the code they belong in: the embedded backend's
     own line limit applies only while `maxLines` is unset."""
     from lsp_spark.backends.cerebras import CerebrasBackend
@@ -354,7 +354,7 @@ def test_blocks_are_three_lines_for_the_embedded_model_unless_the_settings_say()
     engine = CompletionEngine(lambda message, error: None, Workspace())
     embedded = LocalBackend()
     hosted = CerebrasBackend(api_key="unused", model="gpt-oss-120b", base_url="http://127.0.0.1:9")
-    assert engine._context_options(embedded).max_lines == 3
+    assert engine._context_options(embedded).max_lines == 4
     assert engine._context_options(hosted).max_lines == 12
     engine.backends.settings = Settings(max_lines=7)
     assert engine._context_options(embedded).max_lines == 7

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from lsp_spark.context.builder import ContextBuilder
 from lsp_spark.context.mode import Mode, completion_mode
+from lsp_spark.workspace import Workspace
+from tests.test_row_context import OPTIONS
 
 
 @pytest.mark.parametrize(
@@ -45,3 +48,18 @@ def test_comments_and_strings_follow_the_settings() -> None:
 
 def test_deeper_text_below_a_blank_line_in_a_docstring_asks_for_no_header() -> None:
     assert completion_mode("    ", "", "        x: the value", "string") is Mode.LINE
+
+
+def test_a_blank_line_between_does_not_end_the_block() -> None:
+    """The builder reads the mode from the next line with text: `result = []`, a blank line,
+    then the loop that fills it is one block, so the cursor's line gets one statement."""
+    workspace = Workspace()
+    text = "def prefixes(s):\n    \n\n    for i in range(len(s)):\n        pass\n"
+    document = workspace.open("file:///project/prefixes.py", "python", 1, text)
+    built = ContextBuilder(workspace).build(document, 1, 4, OPTIONS)
+    assert built is not None
+    assert built.cursor.multiline and built.cursor.one_statement
+    assert built.cursor.enclosing_width == 0
+    end = workspace.open("file:///project/end.py", "python", 1, "def f():\n    \n\n\ndef g():\n")
+    built = ContextBuilder(workspace).build(end, 1, 4, OPTIONS)
+    assert built is not None and built.cursor.multiline and not built.cursor.one_statement

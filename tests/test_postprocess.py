@@ -12,7 +12,7 @@ from lsp_spark.actions.rewrite import extract_code
 from lsp_spark.languages import profile_for
 from lsp_spark.postprocess import CursorContext, SuggestionStream, clean
 from lsp_spark.postprocess.brackets import Brackets
-from lsp_spark.postprocess.context import detect_indent_unit
+from lsp_spark.postprocess.context import detect_indent_unit, enclosing_width
 from lsp_spark.postprocess.filters import (
     FILTERS,
     MAX_CHARS,
@@ -201,6 +201,23 @@ def test_stream_stops_when_multiline_output_exceeds_the_cap() -> None:
 )
 def test_detect_indent_unit(lines: list[str], unit: str) -> None:
     assert detect_indent_unit(lines) == unit
+
+
+@pytest.mark.parametrize(
+    ("prefix", "unit", "width"),
+    [
+        ("def f():\n    x = 1\n    ", "    ", 0),
+        ("class A:\n  def f(self):\n\n    for x in y:\n\n      ", "  ", 4),
+        ("def f():\n\tif x:\n\t\t", "\t", 4),
+        ("x = 1\n", "    ", None),
+        ("    ", "    ", None),
+    ],
+    ids=["function-body", "blank-lines-skipped", "tabs-count-as-units", "top-level", "first-line"],
+)
+def test_enclosing_width_is_the_cursor_blocks_header(
+    prefix: str, unit: str, width: int | None
+) -> None:
+    assert enclosing_width(prefix, unit) == width
 
 
 # --- normalise_indentation -----------------------------------------------------------

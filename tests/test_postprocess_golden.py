@@ -19,7 +19,7 @@ import pytest
 from tree_sitter import Node, Parser
 
 from lsp_spark.postprocess import CursorContext, SuggestionStream, clean, filters
-from lsp_spark.postprocess.context import detect_indent_unit
+from lsp_spark.postprocess.context import detect_indent_unit, enclosing_width
 from lsp_spark.postprocess.filters import replaced_suffix_length
 from lsp_spark.syntax.grammars import language_for
 
@@ -72,6 +72,7 @@ def context_for(case: dict[str, Any]) -> CursorContext:
     prefix, suffix = case["prefix"], case["suffix"]
     line_suffix, *below = suffix.split("\n")
     new_errors, parses = syntax_checks(case["language"], prefix, suffix)
+    unit = case.get("indent_unit") or detect_indent_unit((prefix + suffix).split("\n"))
     return CursorContext(
         line_prefix=prefix.rsplit("\n", 1)[-1],
         line_suffix=line_suffix,
@@ -81,7 +82,8 @@ def context_for(case: dict[str, Any]) -> CursorContext:
         header_only=case.get("header_only", False),
         max_lines=case.get("max_lines", MAX_LINES),
         language=case["language"],
-        indent_unit=case.get("indent_unit") or detect_indent_unit((prefix + suffix).split("\n")),
+        indent_unit=unit,
+        enclosing_width=enclosing_width(prefix, unit) if case["multiline"] else None,
         new_errors=new_errors,
         parses_at_cursor=lambda: parses,
     )

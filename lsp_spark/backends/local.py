@@ -124,10 +124,12 @@ class LocalBackend(Backend):
     # the first suggestion in a file around a second. Once the window's start moves, the
     # whole prompt is evaluated again, so a small file fits whole.
     context_tokens = 640
-    # Past three lines SmolLM2-135M's blocks run beyond the code they belong in and are not
-    # right (benchmarks/mbpp.py: none of its longer multi-line suggestions passed), and each
-    # line costs a few hundred milliseconds on a laptop's cores.
-    max_lines = 3
+    # Four lines hold the shortest whole body with a loop (a start value, the loop, its
+    # body, the return). Past them SmolLM2-135M's blocks run beyond the code they belong in
+    # and are not right (benchmarks/mbpp.py and humaneval.py: at six lines no more holes
+    # pass, and more suggestions run past their hole), and each line costs a few hundred
+    # milliseconds on a laptop's cores.
+    max_lines = 4
     # The scope and its rewrite must both fit in n_ctx; code around it would crowd them out.
     action_context_chars = 0
 

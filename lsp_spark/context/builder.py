@@ -21,7 +21,7 @@ from lsp_spark.context.mode import Mode, completion_mode
 from lsp_spark.context.names import names_to_bind
 from lsp_spark.documents import Document, PositionEncoding
 from lsp_spark.languages import profile_for
-from lsp_spark.postprocess.context import CursorContext, detect_indent_unit
+from lsp_spark.postprocess.context import CursorContext, detect_indent_unit, enclosing_width
 from lsp_spark.prompts.continuation import line_comment
 from lsp_spark.settings import CONTEXT_SOURCES
 from lsp_spark.syntax import boundaries, outline
@@ -119,7 +119,7 @@ class ContextBuilder:
         mode = completion_mode(
             window.line_prefix,
             window.line_suffix,
-            window.next_lines[0] if window.next_lines else "",
+            next((line for line in window.next_lines if line.strip()), ""),
             region,
             in_comments=options.in_comments,
             in_strings=options.in_strings,
@@ -200,6 +200,7 @@ def _cursor_context(
     to_bind: tuple[str, ...] = ()
     if mode in (Mode.STATEMENT, Mode.BLOCK):
         to_bind = names_to_bind(profile, window.prefix, window.suffix, document.text)
+    indent_unit = options.indent_unit or known.indent_unit
     return CursorContext(
         line_prefix=window.line_prefix,
         line_suffix=window.line_suffix,
@@ -211,7 +212,8 @@ def _cursor_context(
         names_to_bind=to_bind,
         max_lines=options.max_lines,
         language=document.language_id,
-        indent_unit=options.indent_unit or known.indent_unit,
+        indent_unit=indent_unit,
+        enclosing_width=enclosing_width(window.prefix, indent_unit) if mode.multiline else None,
         new_errors=None if check is None else check.added_errors,
         parses_at_cursor=None if check is None else check.parses_at_cursor,
     )

@@ -38,6 +38,9 @@ def completion_mode(
     with its body, since a block the suggestion opens is empty until it is filled); a blank
     line above deeper code: one line, the header whose body that code is.
 
+    `next_line` is the first line below the cursor's with text on it: a blank line in
+    between separates paragraphs of the same block, it does not end the block.
+
     Text right of the cursor that is more than closing punctuation means the user is
     editing inside existing code, where an insertion would only get in the way.
     """

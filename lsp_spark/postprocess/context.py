@@ -39,6 +39,9 @@ class CursorContext:
     syntax."""
     indent_unit: str = DEFAULT_INDENT
     """The document's indentation unit ("\\t" or N spaces) that suggestions are given."""
+    enclosing_width: int | None = None
+    """Columns of the nearest line above indented less than the cursor's line, the header
+    of the cursor's block (`enclosing_width`; None: no such line, or not known)."""
     new_errors: Callable[[str], int] | None = None
     """How many syntax errors inserting a candidate at the cursor adds (None: no grammar)."""
     parses_at_cursor: Callable[[], bool] | None = None
@@ -90,6 +93,18 @@ def _blank_lines_unit(indents: list[str]) -> str:
     if not widths:
         return DEFAULT_INDENT
     return " " * max(widths, key=lambda width: (widths[width], width))
+
+
+def enclosing_width(prefix: str, unit: str) -> int | None:
+    """Columns of the nearest code line in `prefix` indented less than its last line (the
+    cursor's), in the document's `unit`: where the cursor's block starts."""
+    lines = prefix.split("\n")
+    cursor = columns(leading(lines[-1]), unit)
+    for line in reversed(lines[:-1]):
+        width = columns(leading(line), unit)
+        if line.strip() and width < cursor:
+            return width
+    return None
 
 
 def leading(line: str) -> str:

@@ -11,11 +11,21 @@ class Reindenter(Stage):
     """Maps the model's indentation to the document's unit, one line at a time.
 
     The first line continues the cursor's line and is left alone. The model's unit is
-    learnt from the first line that shows it and then kept, so a line's result never
-    depends on the lines after it.
+    learnt from the first line that shows it and then kept, and so is its width for the
+    cursor's block, so a line's result never depends on the lines after it.
     """
 
-    __slots__ = ("base", "context", "index", "opens_block", "previous", "target", "unit")
+    __slots__ = (
+        "base",
+        "context",
+        "index",
+        "opens_block",
+        "previous",
+        "seen_code",
+        "shift",
+        "target",
+        "unit",
+    )
 
     def __init__(self, context: CursorContext) -> None:
         self.context = context
@@ -25,6 +35,8 @@ class Reindenter(Stage):
         self.opens_block = False
         self.previous: int | None = None
         self.index = 0
+        self.seen_code = False
+        self.shift = 0
 
     def line(self, line: str, last: bool) -> str:
         index = self.index
@@ -43,7 +55,31 @@ class Reindenter(Stage):
             return self._from_tabs(line, indent)
         if self.target == "\t":
             return self._to_tabs(line, indent, index)
+        line, indent = self._into_the_cursors_block(line, indent)
         return self._resize(line, indent, index)
+
+    def _into_the_cursors_block(self, line: str, indent: str) -> tuple[str, str]:
+        """The model's first line sits where the editor indented the cursor; the model may
+        go on at its own width (in a file that mixes them, `   for ...` at three spaces
+        after `result = 1` at the editor's four). Python rejects a line between two
+        levels; read as the level it is nearer to, a second line nearer the cursor's than
+        the enclosing header's is the model's width for the cursor's block, and it and the
+        lines after it move by the difference. Nearer the header's, the line leaves the
+        block (`limit_scope` ends the suggestion there)."""
+        header = self.context.enclosing_width
+        width = len(indent)
+        if header is None:
+            return line, indent
+        if not self.seen_code:
+            self.seen_code = True
+            cursor = columns(self.base, self.target)
+            nearer_the_cursor = header < width < cursor and width - header > cursor - width
+            if nearer_the_cursor and not self.opens_block:
+                self.shift = cursor - width
+        if self.shift and width > header:
+            indent = " " * (width + self.shift)
+            line = indent + line[width:]
+        return line, indent
 
     def _from_tabs(self, line: str, indent: str) -> str:
         tabs = len(indent) - len(indent.lstrip("\t"))
