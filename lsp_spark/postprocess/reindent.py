@@ -21,7 +21,6 @@ class Reindenter(Stage):
         "index",
         "opens_block",
         "previous",
-        "seen_code",
         "shift",
         "target",
         "unit",
@@ -35,8 +34,9 @@ class Reindenter(Stage):
         self.opens_block = False
         self.previous: int | None = None
         self.index = 0
-        self.seen_code = False
-        self.shift = 0
+        self.shift: int | None = None
+        """Columns the model's lines move into the cursor's block; None until its second
+        line with code decides."""
 
     def line(self, line: str, last: bool) -> str:
         index = self.index
@@ -70,12 +70,10 @@ class Reindenter(Stage):
         width = len(indent)
         if header is None:
             return line, indent
-        if not self.seen_code:
-            self.seen_code = True
+        if self.shift is None:
             cursor = columns(self.base, self.target)
             nearer_the_cursor = header < width < cursor and width - header > cursor - width
-            if nearer_the_cursor and not self.opens_block:
-                self.shift = cursor - width
+            self.shift = cursor - width if nearer_the_cursor and not self.opens_block else 0
         if self.shift and width > header:
             indent = " " * (width + self.shift)
             line = indent + line[width:]
