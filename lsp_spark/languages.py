@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
-from lsp_spark.syntax.names import python_unbound_names
+from lsp_spark.syntax.names import python_names_read_before_bound
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,9 +171,10 @@ class LanguageProfile:
     headers: HeaderWords | None
     """The words its headers start with, for a model that sees only the code above to be
     held to (or from) on a blank line (None: it is not held)."""
-    unbound_names: Callable[[str], frozenset[str]] | None
-    """The names a function's code (dedented) reads and never binds, where the language
-    can tell: a blank line in it is where one of them is about to be bound."""
+    names_read_before_bound: Callable[[str, int], frozenset[str]] | None
+    """The names a function's code (dedented) reads below a row before anything binds
+    them, where the language can tell: a blank line at that row is where one of them is
+    about to be bound."""
     _block_end: re.Pattern[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -243,7 +244,7 @@ GENERIC = LanguageProfile(
     fence="",
     extensions=(),
     headers=None,
-    unbound_names=None,
+    names_read_before_bound=None,
 )
 """A language with no profile of its own: C-style line comments, as most have, and any
 of the common block openers; nothing else assumed."""
@@ -302,7 +303,7 @@ PROFILES: tuple[LanguageProfile, ...] = (
                 ("finally", ("try", "except", "else")),
             ),
         ),
-        unbound_names=python_unbound_names,
+        names_read_before_bound=python_names_read_before_bound,
     ),
     LanguageProfile(
         id="javascript",
@@ -321,7 +322,7 @@ PROFILES: tuple[LanguageProfile, ...] = (
         fence="javascript",
         extensions=(".js", ".mjs", ".cjs"),
         headers=None,
-        unbound_names=None,
+        names_read_before_bound=None,
     ),
     LanguageProfile(
         id="javascriptreact",
@@ -340,7 +341,7 @@ PROFILES: tuple[LanguageProfile, ...] = (
         fence="jsx",
         extensions=(".jsx",),
         headers=None,
-        unbound_names=None,
+        names_read_before_bound=None,
     ),
     LanguageProfile(
         id="typescript",
@@ -359,7 +360,7 @@ PROFILES: tuple[LanguageProfile, ...] = (
         fence="typescript",
         extensions=(".ts", ".mts", ".cts"),
         headers=None,
-        unbound_names=None,
+        names_read_before_bound=None,
     ),
     LanguageProfile(
         id="typescriptreact",
@@ -378,7 +379,7 @@ PROFILES: tuple[LanguageProfile, ...] = (
         fence="tsx",
         extensions=(".tsx",),
         headers=None,
-        unbound_names=None,
+        names_read_before_bound=None,
     ),
     LanguageProfile(
         id="go",
@@ -403,7 +404,7 @@ PROFILES: tuple[LanguageProfile, ...] = (
         fence="go",
         extensions=(".go",),
         headers=None,
-        unbound_names=None,
+        names_read_before_bound=None,
     ),
     LanguageProfile(
         id="rust",
@@ -422,7 +423,7 @@ PROFILES: tuple[LanguageProfile, ...] = (
         fence="rust",
         extensions=(".rs",),
         headers=None,
-        unbound_names=None,
+        names_read_before_bound=None,
     ),
     LanguageProfile(
         id="java",
@@ -447,7 +448,7 @@ PROFILES: tuple[LanguageProfile, ...] = (
         fence="java",
         extensions=(".java",),
         headers=None,
-        unbound_names=None,
+        names_read_before_bound=None,
     ),
     LanguageProfile(
         id="c",
@@ -466,7 +467,7 @@ PROFILES: tuple[LanguageProfile, ...] = (
         fence="c",
         extensions=(".c", ".h"),
         headers=None,
-        unbound_names=None,
+        names_read_before_bound=None,
     ),
     LanguageProfile(
         id="cpp",
@@ -485,7 +486,7 @@ PROFILES: tuple[LanguageProfile, ...] = (
         fence="cpp",
         extensions=(".cc", ".cpp", ".cxx", ".hpp", ".hh"),
         headers=None,
-        unbound_names=None,
+        names_read_before_bound=None,
     ),
     LanguageProfile(
         id="csharp",
@@ -504,7 +505,7 @@ PROFILES: tuple[LanguageProfile, ...] = (
         fence="cs",
         extensions=(".cs",),
         headers=None,
-        unbound_names=None,
+        names_read_before_bound=None,
     ),
     LanguageProfile(
         id="php",
@@ -529,7 +530,7 @@ PROFILES: tuple[LanguageProfile, ...] = (
         fence="php",
         extensions=(".php",),
         headers=None,
-        unbound_names=None,
+        names_read_before_bound=None,
     ),
     LanguageProfile(
         id="ruby",
@@ -554,7 +555,7 @@ PROFILES: tuple[LanguageProfile, ...] = (
         fence="ruby",
         extensions=(".rb",),
         headers=None,
-        unbound_names=None,
+        names_read_before_bound=None,
     ),
     LanguageProfile(
         id="lua",
@@ -579,7 +580,7 @@ PROFILES: tuple[LanguageProfile, ...] = (
         fence="lua",
         extensions=(".lua",),
         headers=None,
-        unbound_names=None,
+        names_read_before_bound=None,
     ),
     LanguageProfile(
         id="shellscript",
@@ -604,7 +605,7 @@ PROFILES: tuple[LanguageProfile, ...] = (
         fence="bash",
         extensions=(".sh", ".bash"),
         headers=None,
-        unbound_names=None,
+        names_read_before_bound=None,
     ),
     LanguageProfile(
         id="json",
@@ -629,7 +630,7 @@ PROFILES: tuple[LanguageProfile, ...] = (
         fence="json",
         extensions=(".json",),
         headers=None,
-        unbound_names=None,
+        names_read_before_bound=None,
     ),
     _prose("plaintext", ("",)),
     _prose("markdown", ()),

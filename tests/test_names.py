@@ -1,5 +1,5 @@
-"""The names a blank line in a function is about to bind: what the code below reads and
-nothing binds, found with Python's own symbol tables."""
+"""The names a blank line in a function is about to bind: what the code below reads before
+anything binds it, found with Python's own parser."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from lsp_spark.context.builder import ContextBuilder
 from lsp_spark.context.names import names_to_bind
 from lsp_spark.languages import profile_for
-from lsp_spark.syntax.names import python_unbound_names
+from lsp_spark.syntax.names import python_names_read_before_bound
 from lsp_spark.workspace import Workspace
 from tests.test_row_context import OPTIONS
 
@@ -16,30 +16,42 @@ PYTHON = profile_for("python")
 
 
 @pytest.mark.parametrize(
-    ("code", "unbound"),
+    ("code", "row", "names"),
     [
-        ("def f(r):\n    return area + r\n", {"area"}),
-        ("def f(r):\n    area = r * r\n    return area\n", set()),
-        ("def f(r):\n    return [x for x in r if x > limit]\n", {"limit"}),
-        ("def f(r):\n    def g():\n        return total + r\n    return g\n", {"total"}),
-        ("import math\ndef f(r):\n    return math.pi * len(r)\n", set()),
-        ("LIMIT = 3\ndef f(r):\n    return r[:LIMIT]\n", set()),
-        ("def f(r):\n    for i, x in enumerate(r):\n        print(i, x)\n", set()),
-        ("def f(r:\n    return area\n", set()),
+        ("def f(r):\n\n    return area + r\n", 1, {"area"}),
+        ("def f(r):\n    area = r * r\n\n    return area\n", 2, set()),
+        ("def f(xs):\n\n    for x in xs:\n        count += x\n    return count\n", 1, {"count"}),
+        ("def f(xs):\n\n    for x in xs:\n        seen.append(x)\n", 1, {"seen"}),
+        ("def f(xs):\n\n    found = False\n    return found\n", 1, set()),
+        ("def f(xs):\n\n    total = total + 1\n", 1, set()),
+        ("def f(r):\n\n    return [x for x in r if x > limit]\n", 1, {"limit"}),
+        ("def f(r):\n\n    def g():\n        return total + r\n    return g\n", 1, {"total"}),
+        ("def f(r):\n\n    return f(r - 1) + len(r)\n", 1, set()),
+        ("def f(r):\n    import math\n\n    return math.pi\n", 2, set()),
+        ("def f(r):\n\n    try:\n        pass\n    except E as e:\n        print(e)\n", 1, {"E"}),
+        ("def f(r):\n\n    print(early)\n    early = 1\n", 1, {"early"}),
+        ("def f(r):\n    print(early)\n\n    print(r)\n", 2, set()),
+        ("def f(r:\n\n    return area\n", 1, set()),
     ],
     ids=[
         "read-never-bound",
         "bound-above",
+        "updated-in-a-loop-before-any-binding",
+        "a-method-read-before-any-binding",
+        "bound-below-before-the-read",
+        "a-name-bound-left-of-its-read-counts-as-bound",
         "in-a-comprehension",
         "in-a-nested-function",
-        "imported",
-        "a-global",
-        "loop-targets-and-builtins",
-        "does-not-compile",
+        "the-function-itself",
+        "imported-above",
+        "exception-names",
+        "read-first-bound-later",
+        "read-only-above",
+        "does-not-parse",
     ],
 )
-def test_python_unbound_names(code: str, unbound: set[str]) -> None:
-    assert python_unbound_names(code) == unbound
+def test_python_names_read_before_bound(code: str, row: int, names: set[str]) -> None:
+    assert python_names_read_before_bound(code, row) == names
 
 
 def bind(prefix: str, suffix: str, before: str = "", after: str = "") -> tuple[str, ...]:
@@ -61,6 +73,12 @@ def test_names_bound_above_read_only_above_or_defined_elsewhere_are_not() -> Non
 def test_a_name_that_appears_outside_the_window_counts_as_bound() -> None:
     prefix, suffix = "def f(values):\n    ", "\n    return scale * len(values)\n"
     assert names_to_bind(PYTHON, prefix, suffix, "scale = 2\n\n" + prefix + suffix) == ()
+
+
+def test_a_counter_the_loop_below_updates_is_to_be_bound() -> None:
+    prefix = "def count_even(values):\n    "
+    suffix = "\n    for value in values:\n        if value % 2 == 0:\n            count += 1\n"
+    assert bind(prefix, suffix + "    return count\n") == ("count",)
 
 
 def test_only_inside_a_function_and_only_for_a_language_that_can_tell() -> None:

@@ -594,14 +594,15 @@ def _first_word(
 ) -> _FirstWord | None:
     """How the first word on a blank line is held, if it is: where only a header fits, to a
     header's (`CompletionRequest.header_only`), one the clause below can follow if there is
-    one (`headers_that_fit`); where the code below reads names nothing binds, to one of them
-    (`names_to_bind`); in a function's body otherwise, to code on this line that does not
-    start a definition or a comment. The model sees only the code above. Left alone it
-    writes a statement above a body that the statement strands, and `return l * b` above
-    `return area`; in a body it often breaks the line at once (the blank line stays blank),
-    fills it with a comment (`# 1.`, `# your code here`), or, at the end of a function,
-    starts the function (or a variant) over again, nested inside itself. A user who wants a
-    comment types its marker: what is typed is never held."""
+    one (`headers_that_fit`); where the code below reads names before anything binds them,
+    to one of them (`names_to_bind`); in a function's body otherwise, to code on this line
+    that does not start a definition or a comment, nor, below the body's first line, a
+    docstring. The model sees only the code above. Left alone it writes a statement above a
+    body that the statement strands, and `return l * b` above `return area`; in a body it
+    often breaks the line at once (the blank line stays blank), fills it with a comment
+    (`# 1.`, `# your code here`), opens the docstring again below the docstring, or, at the
+    end of a function, starts the function (or a variant) over again, nested inside itself.
+    A user who wants a comment types its marker: what is typed is never held."""
     profile = profile_for(request.language)
     headers = profile.headers
     if typed.strip() or headers is None:
@@ -614,10 +615,14 @@ def _first_word(
         return _FirstWord(vocabulary, prompt_length, typed, words, allowed=True)
     if request.names_to_bind:
         return _FirstWord(vocabulary, prompt_length, typed, request.names_to_bind, allowed=True)
-    if _in_a_function(headers, request.prefix):
-        words = headers.definitions + profile.syntax.line_comments
-        return _FirstWord(vocabulary, prompt_length, typed, words, allowed=False)
-    return None
+    function_row = headers.enclosing_function(request.prefix)
+    if function_row is None:
+        return None
+    words = headers.definitions + profile.syntax.line_comments
+    body_above = request.prefix.split("\n")[function_row + 1 : -1]
+    if any(line.strip() for line in body_above):
+        words += profile.syntax.long_quotes
+    return _FirstWord(vocabulary, prompt_length, typed, words, allowed=False)
 
 
 class _FirstWord:

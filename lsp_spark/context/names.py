@@ -1,7 +1,8 @@
 """The names a blank line in a function is about to bind.
 
-Code below the cursor that reads a name nothing binds goes on as if the line bound it
-(`return area` under the blank line of `area = l * b`). A model that sees the suffix can
+Code below the cursor that reads a name before anything binds it goes on as if the line
+bound it (`return area` under the blank line of `area = l * b`, `count += 1` in the loop
+under the blank line of `count = 0`). A model that sees the suffix can
 tell; one that sees only the code above cannot, so the backend holds it to those names.
 """
 
@@ -17,12 +18,12 @@ IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 def names_to_bind(
     profile: LanguageProfile, prefix: str, suffix: str, document: str
 ) -> tuple[str, ...]:
-    """The names that the code of the cursor's function below the cursor reads and that
-    nothing binds: not the function (found in `prefix` and `suffix`, the text around the
-    cursor), and no other text of the document, where a name counts as bound wherever else
-    it appears (an import, a global, a function defined further down)."""
-    headers, unbound_names = profile.headers, profile.unbound_names
-    if headers is None or unbound_names is None:
+    """The names that the code of the cursor's function below the cursor reads before
+    anything binds them: not the function (found in `prefix` and `suffix`, the text around
+    the cursor) above the cursor, and no other text of the document, where a name counts as
+    bound wherever else it appears (an import, a global, a function defined further down)."""
+    headers, read_before_bound = profile.headers, profile.names_read_before_bound
+    if headers is None or read_before_bound is None:
         return ()
     row = headers.enclosing_function(prefix)
     if row is None:
@@ -39,11 +40,10 @@ def names_to_bind(
         len(below),
     )
     function = "\n".join(line[depth:] for line in [*above, *below[:end]])
-    read_below = set(IDENTIFIER.findall("\n".join(below[:end])))
     return tuple(
         sorted(
             name
-            for name in unbound_names(function) & read_below
+            for name in read_before_bound(function, len(above) - 1)
             if _occurrences(name, document) == _occurrences(name, function)
         )
     )

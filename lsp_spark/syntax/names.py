@@ -1,34 +1,116 @@
-"""Which names a piece of code reads without binding them, where the language's own
-standard library can tell (Python's `symtable`)."""
+"""Which names a piece of code reads before it binds them, where the language's own
+standard library can tell (Python's `ast`)."""
 
 from __future__ import annotations
 
+import ast
 import builtins
-import symtable
+from typing import NamedTuple
+
+NESTED_SCOPES = (
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.ClassDef,
+    ast.Lambda,
+    ast.ListComp,
+    ast.SetComp,
+    ast.DictComp,
+    ast.GeneratorExp,
+)
 
 
-def python_unbound_names(code: str) -> frozenset[str]:
-    """The names `code` reads, in any of its scopes, that it never binds and that are not
-    builtins; empty when it does not compile."""
+class Use(NamedTuple):
+    """One name at one place in a function, where the function's own scope sees it."""
+
+    row: int
+    column: int
+    name: str
+    binds: bool
+
+
+def python_names_read_before_bound(function: str, row: int) -> frozenset[str]:
+    """The names the lines of `function` (one function's code, dedented) below `row` read
+    before anything binds them, that nothing above `row` binds, and that are not builtins;
+    empty when the code does not parse. Running the function, such a read fails unless
+    the line at `row` binds the name (`count = 0` above `count += 1`, `area = l * b` above
+    `return area`); a name read only in a nested scope (a comprehension, a lambda, a
+    nested function) counts as read where that scope reads it."""
     try:
-        module = symtable.symtable(code, "<cursor>", "exec")
+        module = ast.parse(function)
     except (SyntaxError, ValueError):
         return frozenset()
-    bound_at_top = {symbol.get_name() for symbol in module.get_symbols() if _binds(symbol)}
-    unbound: set[str] = set()
-    tables = [module]
-    while tables:
-        table = tables.pop()
-        tables.extend(table.get_children())
-        unbound.update(
-            symbol.get_name()
-            for symbol in table.get_symbols()
-            if symbol.is_referenced() and symbol.is_global() and not symbol.is_declared_global()
-        )
+    definition = module.body[0] if module.body else None
+    if not isinstance(definition, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return frozenset()
+    uses = sorted(_uses(definition), key=lambda use: (use.row, use.column, use.binds))
+    bound_above = {use.name for use in uses if use.row < row and use.binds}
+    first_below: dict[str, bool] = {}
+    for use in uses:
+        if use.row > row:
+            first_below.setdefault(use.name, use.binds)
     return frozenset(
-        name for name in unbound if name not in bound_at_top and not hasattr(builtins, name)
+        name
+        for name, binds in first_below.items()
+        if not binds and name not in bound_above and not hasattr(builtins, name)
     )
 
 
-def _binds(symbol: symtable.Symbol) -> bool:
-    return symbol.is_assigned() or symbol.is_imported() or symbol.is_namespace()
+def _uses(definition: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Use]:
+    header = definition.lineno - 1
+    uses = [Use(header, 0, definition.name, True)]
+    uses.extend(Use(header, 0, name, True) for name in _arguments(definition.args))
+    for statement in definition.body:
+        _visit(statement, uses)
+    return uses
+
+
+def _visit(node: ast.AST, uses: list[Use]) -> None:
+    """The function's own names in `node`, in the order Python meets them: an augmented
+    assignment (`total += x`) reads its target before binding it."""
+    if isinstance(node, NESTED_SCOPES):
+        _visit_nested(node, uses)
+        return
+    if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+        uses.append(_use(node.target, node.target.id, binds=False))
+        _visit(node.value, uses)
+        return
+    if isinstance(node, ast.Name):
+        uses.append(_use(node, node.id, binds=not isinstance(node.ctx, ast.Load)))
+    elif isinstance(node, (ast.Import, ast.ImportFrom)):
+        uses.extend(
+            _use(node, (alias.asname or alias.name).partition(".")[0], binds=True)
+            for alias in node.names
+        )
+    elif isinstance(node, ast.ExceptHandler) and node.name:
+        uses.append(_use(node, node.name, binds=True))
+    elif isinstance(node, (ast.Global, ast.Nonlocal)):
+        uses.extend(_use(node, name, binds=True) for name in node.names)
+    for child in ast.iter_child_nodes(node):
+        _visit(child, uses)
+
+
+def _visit_nested(node: ast.AST, uses: list[Use]) -> None:
+    """A nested scope binds its name (if it has one) where it starts, and reads, where it
+    reads them, the names it does not bind itself."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        uses.append(_use(node, node.name, binds=True))
+    own: set[str] = set()
+    names: list[ast.Name] = []
+    for inner in ast.walk(node):
+        if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            own.update(_arguments(inner.args))
+        if isinstance(inner, ast.Name):
+            names.append(inner)
+            if not isinstance(inner.ctx, ast.Load):
+                own.add(inner.id)
+    uses.extend(_use(name, name.id, binds=False) for name in names if name.id not in own)
+
+
+def _arguments(arguments: ast.arguments) -> list[str]:
+    every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+    every.extend(extra for extra in (arguments.vararg, arguments.kwarg) if extra is not None)
+    return [argument.arg for argument in every]
+
+
+def _use(node: ast.AST, name: str, *, binds: bool) -> Use:
+    return Use(getattr(node, "lineno", 1) - 1, getattr(node, "col_offset", 0), name, binds)
