@@ -280,30 +280,30 @@ def _substantial(line: str) -> bool:
 def limit_lines(context: CursorContext) -> Stage:
     """One line mid-line or where asked, or the lines its open brackets span when it ends
     the cursor's line (`return [` written over three lines is one statement; its first
-    line alone breaks the code); otherwise at most `max_lines`, less a last line that
-    opens a Python block whose body the limit cuts off."""
+    line alone breaks the code); otherwise at most `max_lines`, less the lines at the end
+    that open Python blocks whose bodies the limit cuts off (`bodiless_tail`)."""
     return _LimitLines(context)
 
 
 class _LimitLines(Stage):
     __slots__ = (
         "_brackets",
+        "_context",
         "_count",
-        "_header_last",
         "_max_lines",
         "_multiline",
-        "_prefix",
         "_profile",
+        "_written",
     )
 
     def __init__(self, context: CursorContext) -> None:
         self._multiline = context.multiline
         self._max_lines = context.max_lines
         self._count = 0
-        self._prefix = context.line_prefix
+        self._context = context
         self._profile = profile_for(context.language)
-        self._header_last = False
-        """Whether the line passed on last opens a block whose body is made by indentation."""
+        self._written: list[str] = []
+        """The lines passed on, where several may be."""
         self._brackets = (
             None
             if context.multiline or context.line_suffix.strip()
@@ -315,15 +315,15 @@ class _LimitLines(Stage):
         self._count += 1
         if self._multiline:
             if index >= self._max_lines:
-                # Cut off from the body the limit drops, a header would break the code.
-                return End(take_back=int(self._header_last))
-            whole = self._prefix + line if index == 0 else line
-            self._header_last = self._profile.offside and self._profile.opens_block(whole.rstrip())
+                # Cut off from the bodies the limit drops, headers would break the code.
+                offside = self._profile.offside
+                return End(take_back=bodiless_tail(self._written, None, self._context) * offside)
+            self._written.append(line)
             return line
         if last:
             return line
         if self._brackets is not None and line.strip():
-            prefix = self._prefix if index == 0 else ""
+            prefix = self._context.line_prefix if index == 0 else ""
             for _ in self._brackets.scan(prefix + line, len(prefix)):
                 pass
             if self._brackets.depth > 0:
@@ -344,9 +344,10 @@ def indent_body_under_header(context: CursorContext) -> Stage:
     as written, the header is left without the body the language requires (an error the
     grammar does not even report) and the body lands in the wrong block. The line after
     the header moves under it, with the lines nested in it; a line back at its level is
-    read as written, and one carrying the statement on (`else:`) stays where it is. A
-    header the suggestion ends with goes where the code below goes on at its level: that
-    code is not its body, and it would swallow or break it."""
+    read as written, and one carrying the statement on (`else:`) stays where it is. The
+    headers the suggestion ends with, comments after them aside, go where code below
+    goes on at their level or shallower: that code is not their body, and at their level
+    they would swallow it (`bodiless_tail`)."""
     return _BodyUnderHeader(context) if profile_for(context.language).offside else PASS
 
 
@@ -392,21 +393,9 @@ class _BodyUnderHeader(Stage):
         below = next((line for line in self._context.next_lines if line.strip()), None)
         if below is None:
             return text  # the block ends here: a header starts new code, its body comes next
-        lines = text.rstrip().split("\n")
-        dropped = False
-        while lines:
-            whole = self._context.line_prefix + lines[0] if len(lines) == 1 else lines[-1]
-            if len(lines) == 1 and self._context.line_prefix.strip():
-                break  # the user is writing this header; its body comes next
-            if not self._profile.opens_block(whole.rstrip()) or (
-                self._width(below) != self._width(whole)
-            ):
-                break
-            lines.pop()
-            dropped = True
-            while lines and not lines[-1].strip():
-                lines.pop()
-        return "\n".join(lines) if dropped else text
+        lines = text.split("\n")
+        tail = bodiless_tail(lines, below, self._context)
+        return "\n".join(lines[: len(lines) - tail]).rstrip() if tail else text
 
     def _width(self, line: str) -> int:
         return columns(leading(line), self._context.indent_unit)
@@ -418,6 +407,32 @@ class _BodyUnderHeader(Stage):
         if self._context.indent_unit == "\t":
             return "\t" * (width // self._unit) + " " * (width % self._unit)
         return " " * width
+
+
+def bodiless_tail(lines: list[str], below: str | None, context: CursorContext) -> int:
+    """How many of a suggestion's last `lines` are headers (`if x:`) with no body, with the
+    blank and comment lines after each: none of its own came, and the code `below` (the
+    next line with text, if any) is one only where it is deeper. The first line is read
+    after the cursor's line prefix; where it is all that is left and the user typed its
+    start, the user is writing that header and its body comes next."""
+    profile = profile_for(context.language)
+    markers = profile.syntax.line_comments
+    kept = len(lines)
+    while True:
+        end = kept
+        while end and (not lines[end - 1].strip() or lines[end - 1].lstrip().startswith(markers)):
+            end -= 1
+        if end == 0 or (end == 1 and context.line_prefix.strip()):
+            break
+        whole = context.line_prefix + lines[0] if end == 1 else lines[end - 1]
+        if not profile.opens_block(whole.rstrip()) or (
+            below is not None
+            and columns(leading(below), context.indent_unit)
+            > columns(leading(whole), context.indent_unit)
+        ):
+            break
+        kept = end - 1
+    return len(lines) - kept
 
 
 def end_at_a_stray_indent(context: CursorContext) -> Stage:
