@@ -2,8 +2,8 @@
 
 Code below the cursor that reads a name before anything binds it goes on as if the line
 bound it (`return area` under the blank line of `area = l * b`, `count += 1` in the loop
-under the blank line of `count = 0`). A model that sees the suffix can
-tell; one that sees only the code above cannot, so the backend holds it to those names.
+under the blank line of `count = 0`). A model that sees the suffix can tell; one that sees
+only the code above cannot, so the backend holds it to those names.
 """
 
 from __future__ import annotations
@@ -11,8 +11,6 @@ from __future__ import annotations
 import re
 
 from lsp_spark.languages import LanguageProfile
-
-IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 
 
 def names_to_bind(
