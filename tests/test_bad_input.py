@@ -756,9 +756,16 @@ JUNK_SETTINGS: list[tuple[Any, bool]] = [
 
 
 def test_junk_settings_leave_a_working_server(spark: Spark) -> None:
-    """Invalid values fall back to defaults, and the user is told which were ignored."""
+    """Invalid values fall back to defaults, and the user is told which were ignored. The
+    pushes that carry settings at all keep the loopback model's address and key, so the
+    answer comes from it in every round (without them `auto` means the embedded model,
+    whose first load on a busy machine can take longer than an answer may)."""
+    connection = {"apiKey": TEST_KEY, "baseUrl": spark.model.base_url}
     for settings_value, told in JUNK_SETTINGS:
-        spark.notify("workspace/didChangeConfiguration", {"settings": settings_value})
+        pushed = settings_value
+        if isinstance(settings_value, dict) and isinstance(settings_value.get("lspSpark"), dict):
+            pushed = {"lspSpark": {**connection, **settings_value["lspSpark"]}}
+        spark.notify("workspace/didChangeConfiguration", {"settings": pushed})
         uri = spark.open("def add(a, b):\n    ")
         messages = spark.exchange(INLINE, at(uri, {"line": 1, "character": 4}))
         assert "result" in messages[-1], (settings_value, messages[-1])
@@ -766,6 +773,7 @@ def test_junk_settings_leave_a_working_server(spark: Spark) -> None:
             m["params"]["message"] for m in messages if m.get("method") == "window/showMessage"
         ]
         assert any("invalid settings" in text for text in shown) == told, (settings_value, shown)
+        assert spark.request(STATS)["result"]["backend"] == "cerebras", settings_value
         spark.assert_alive()
 
 
