@@ -316,8 +316,9 @@ class _LimitLines(Stage):
         if self._multiline:
             if index >= self._max_lines:
                 # Cut off from the bodies the limit drops, headers would break the code.
-                offside = self._profile.offside
-                return End(take_back=bodiless_tail(self._written, None, self._context) * offside)
+                if not self._profile.offside:
+                    return End()
+                return End(take_back=bodiless_tail(self._written, None, self._context))
             self._written.append(line)
             return line
         if last:
