@@ -81,6 +81,9 @@ class HeaderWords:
     clauses: tuple[tuple[str, tuple[str, ...]], ...]
     """Each clause that carries a statement on at its header's level (`elif`, `except`),
     with the headers it can follow."""
+    loop: str
+    """The header that binds a name for its body (`for`): the one a body needs that reads
+    a name nothing else binds."""
 
     def fitting_above(self, below: str, width: int) -> tuple[str, ...]:
         """The headers that fit on a blank line `width` characters deep whose body is the
@@ -302,6 +305,7 @@ PROFILES: tuple[LanguageProfile, ...] = (
                 ("except", ("try", "except")),
                 ("finally", ("try", "except", "else")),
             ),
+            loop="for",
         ),
         names_read_before_bound=python_names_read_before_bound,
     ),

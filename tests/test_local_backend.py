@@ -468,6 +468,27 @@ async def test_above_a_body_an_elif_follows_the_model_is_held_to_an_if(
     assert fitting.split()[0] in ("if", "elif"), fitting
 
 
+async def test_above_a_body_reading_a_name_nothing_binds_the_header_binds_it(
+    backend: LocalBackend,
+) -> None:
+    """HumanEval 9's loop header, cut out: the body reads `n`, which nothing binds, so of
+    all headers only a loop binding it fits."""
+    request = dataclasses.replace(
+        STRANDED_BODY,
+        prefix="def rolling_max(numbers):\n    running_max = None\n    result = []\n\n    ",
+        suffix=(
+            "\n        if running_max is None:\n            running_max = n\n"
+            "        else:\n            running_max = max(running_max, n)\n\n"
+            "        result.append(running_max)\n\n    return result\n"
+        ),
+        header_only=True,
+    )
+    free = await complete(backend, request)
+    assert not free.startswith("for n "), "the model no longer needs the hold here"
+    held = await complete(backend, dataclasses.replace(request, names_to_bind=("n",)))
+    assert held.startswith("for n ") and held.rstrip().endswith(":"), held
+
+
 async def test_a_model_spelling_only_spaces_is_stopped(backend: LocalBackend) -> None:
     request = CompletionRequest(
         prefix=(

@@ -32,6 +32,8 @@ PYTHON = profile_for("python")
         ("def f(r):\n\n    print(early)\n    early = 1\n", 1, {"early"}),
         ("def f(r):\n    print(early)\n\n    print(r)\n", 2, set()),
         ("def f(r:\n\n    return area\n", 1, set()),
+        ("def f(xs):\n    \n        total += x\n    return total\n", 1, {"x", "total"}),
+        ("def f(xs):\n    \n        print(x\n", 1, set()),
     ],
     ids=[
         "read-never-bound",
@@ -48,6 +50,8 @@ PYTHON = profile_for("python")
         "read-first-bound-later",
         "read-only-above",
         "does-not-parse",
+        "the-body-of-a-header-still-to-come",
+        "a-body-that-does-not-parse-either",
     ],
 )
 def test_python_names_read_before_bound(code: str, row: int, names: set[str]) -> None:
@@ -86,6 +90,15 @@ def test_only_inside_a_function_and_only_for_a_language_that_can_tell() -> None:
     javascript = profile_for("javascript")
     prefix, suffix = "function f(l, b) {\n  ", "\n  return area;\n}\n"
     assert names_to_bind(javascript, prefix, suffix, prefix + suffix) == ()
+
+
+def test_above_a_body_the_builder_passes_what_the_body_reads_unbound() -> None:
+    workspace = Workspace()
+    text = "def total_of(values):\n    total = 0\n    \n        total += value\n    return total\n"
+    document = workspace.open("file:///project/sums.py", "python", 1, text)
+    built = ContextBuilder(workspace).build(document, 2, 4, OPTIONS)
+    assert built is not None and built.cursor.header_only
+    assert built.cursor.names_to_bind == ("value",)
 
 
 def test_the_builder_passes_them_on_a_blank_line_only() -> None:

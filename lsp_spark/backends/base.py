@@ -28,7 +28,8 @@ class CompletionRequest:
     """Where the code below goes on with a clause (`elif`), the headers it can follow."""
     names_to_bind: tuple[str, ...] = ()
     """On a blank line in a function, the names its code below reads and nothing binds: a
-    model that does not see the suffix is held to starting the line with one."""
+    model that does not see the suffix is held to starting the line with one, or, where
+    only a header fits, to a loop that binds one."""
     context: str = field(default="")
     """Material from elsewhere (imports, definitions, other files) placed before the prefix."""
 

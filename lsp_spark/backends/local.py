@@ -594,7 +594,8 @@ def _first_word(
 ) -> _FirstWord | None:
     """How the first word on a blank line is held, if it is: where only a header fits, to a
     header's (`CompletionRequest.header_only`), one the clause below can follow if there is
-    one (`headers_that_fit`); where the code below reads names before anything binds them,
+    one (`headers_that_fit`), else a loop's binding a name the body reads and nothing else
+    binds (`for i` above `total += i`); where the code below reads names before anything binds them,
     to one of them (`names_to_bind`); in a function's body otherwise, to code on this line
     that does not start a definition or a comment, nor, below the body's first line, a
     docstring. The model sees only the code above. Left alone it writes a statement above a
@@ -609,7 +610,8 @@ def _first_word(
         return None
     if request.header_only:
         words = request.headers_that_fit or (
-            headers.statements
+            tuple(f"{headers.loop} {name}" for name in request.names_to_bind)
+            or headers.statements
             + (() if _in_a_function(headers, request.prefix) else headers.definitions)
         )
         return _FirstWord(vocabulary, prompt_length, typed, words, allowed=True)

@@ -198,7 +198,7 @@ def _cursor_context(
     if header_only and profile.headers is not None:
         fitting = profile.headers.fitting_above(window.suffix, len(window.line_prefix))
     to_bind: tuple[str, ...] = ()
-    if mode in (Mode.STATEMENT, Mode.BLOCK):
+    if mode in (Mode.STATEMENT, Mode.BLOCK) or header_only:
         to_bind = names_to_bind(profile, window.prefix, window.suffix, document.text)
     indent_unit = options.indent_unit or known.indent_unit
     return CursorContext(

@@ -2,8 +2,10 @@
 
 Code below the cursor that reads a name before anything binds it goes on as if the line
 bound it (`return area` under the blank line of `area = l * b`, `count += 1` in the loop
-under the blank line of `count = 0`). A model that sees the suffix can tell; one that sees
-only the code above cannot, so the backend holds it to those names.
+under the blank line of `count = 0`); above deeper code, the header to be written there
+binds what that body reads (`for n in numbers:` above `running_max = n`). A model that sees
+the suffix can tell; one that sees only the code above cannot, so the backend holds it to
+those names.
 """
 
 from __future__ import annotations

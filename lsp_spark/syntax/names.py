@@ -35,11 +35,8 @@ def python_names_read_before_bound(function: str, row: int) -> frozenset[str]:
     the line at `row` binds the name (`count = 0` above `count += 1`, `area = l * b` above
     `return area`); a name read only in a nested scope (a comprehension, a lambda, a
     nested function) counts as read where that scope reads it."""
-    try:
-        module = ast.parse(function)
-    except (SyntaxError, ValueError):
-        return frozenset()
-    definition = module.body[0] if module.body else None
+    module = _parsed(function, row)
+    definition = module.body[0] if module is not None and module.body else None
     if not isinstance(definition, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return frozenset()
     uses = sorted(_uses(definition), key=lambda use: (use.row, use.column, use.binds))
@@ -53,6 +50,23 @@ def python_names_read_before_bound(function: str, row: int) -> frozenset[str]:
         for name, binds in first_below.items()
         if not binds and name not in bound_above and not hasattr(builtins, name)
     )
+
+
+def _parsed(function: str, row: int) -> ast.Module | None:
+    """The function's tree; where its blank line at `row` sits above deeper code (the body
+    of a header still to be written there), with a header that binds nothing in its place."""
+    try:
+        return ast.parse(function)
+    except (SyntaxError, ValueError):
+        pass
+    lines = function.split("\n")
+    if row >= len(lines) or lines[row].strip():
+        return None
+    lines[row] += "if True:"
+    try:
+        return ast.parse("\n".join(lines))
+    except (SyntaxError, ValueError):
+        return None
 
 
 def _uses(definition: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Use]:
