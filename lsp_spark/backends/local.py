@@ -595,10 +595,10 @@ def _first_word(
     """How the first word on a blank line is held, if it is: where only a header fits, to a
     header's (`CompletionRequest.header_only`), one the clause below can follow if there is
     one (`headers_that_fit`), else a loop's binding a name the body reads and nothing else
-    binds (`for i` above `total += i`); where the code below reads names before anything binds them,
-    to one of them (`names_to_bind`); in a function's body otherwise, to code on this line
-    that does not start a definition or a comment, nor, below the body's first line, a
-    docstring. The model sees only the code above. Left alone it writes a statement above a
+    binds (`for i` above `total += i`); where the code below reads names before anything
+    binds them, to one of them (`names_to_bind`); in a function's body otherwise, to code on
+    this line that does not start a definition or a comment, nor, below the body's first
+    line, a docstring. The model sees only the code above. Left alone it writes a statement above a
     body that the statement strands, and `return l * b` above `return area`; in a body it
     often breaks the line at once (the blank line stays blank), fills it with a comment
     (`# 1.`, `# your code here`), opens the docstring again below the docstring, or, at the
@@ -609,10 +609,11 @@ def _first_word(
     if typed.strip() or headers is None:
         return None
     if request.header_only:
-        words = request.headers_that_fit or (
-            tuple(f"{headers.loop} {name}" for name in request.names_to_bind)
-            or headers.statements
-            + (() if _in_a_function(headers, request.prefix) else headers.definitions)
+        definitions = () if _in_a_function(headers, request.prefix) else headers.definitions
+        words = (
+            request.headers_that_fit
+            or tuple(f"{headers.loop} {name}" for name in request.names_to_bind)
+            or headers.statements + definitions
         )
         return _FirstWord(vocabulary, prompt_length, typed, words, allowed=True)
     if request.names_to_bind:
