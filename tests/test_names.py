@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from lsp_spark.context.builder import ContextBuilder
+from lsp_spark.context.budget import Budget
+from lsp_spark.context.builder import ContextBuilder, ContextOptions
 from lsp_spark.context.names import names_to_bind
 from lsp_spark.languages import profile_for
 from lsp_spark.syntax.names import python_names_read_before_bound
@@ -23,7 +24,10 @@ PYTHON = profile_for("python")
         ("def f(xs):\n\n    for x in xs:\n        count += x\n    return count\n", 1, {"count"}),
         ("def f(xs):\n\n    for x in xs:\n        seen.append(x)\n", 1, {"seen"}),
         ("def f(xs):\n\n    found = False\n    return found\n", 1, set()),
-        ("def f(xs):\n\n    total = total + 1\n", 1, set()),
+        ("def f(xs):\n\n    total = total + 1\n", 1, {"total"}),
+        ("def f(xs):\n\n    for x in xs:\n        out = [x] + out\n", 1, {"out"}),
+        ("def f(xs):\n\n    for x in f(x):\n        print(x)\n", 1, {"x"}),
+        ("def f(xs):\n\n    total = 0\n    total = total + 1\n", 1, set()),
         ("def f(r):\n\n    return [x for x in r if x > limit]\n", 1, {"limit"}),
         ("def f(r):\n\n    def g():\n        return total + r\n    return g\n", 1, {"total"}),
         ("def f(r):\n\n    return f(r - 1) + len(r)\n", 1, set()),
@@ -41,7 +45,10 @@ PYTHON = profile_for("python")
         "updated-in-a-loop-before-any-binding",
         "a-method-read-before-any-binding",
         "bound-below-before-the-read",
-        "a-name-bound-left-of-its-read-counts-as-bound",
+        "an-assignment-reads-its-value-before-it-binds",
+        "read-on-the-right-in-a-loop",
+        "a-loop-reads-its-iterable-before-it-binds",
+        "bound-before-the-assignment-that-reads-it",
         "in-a-comprehension",
         "in-a-nested-function",
         "the-function-itself",
@@ -110,3 +117,23 @@ def test_the_builder_passes_them_on_a_blank_line_only() -> None:
     assert blank is not None and blank.cursor.names_to_bind == ("area",)
     line_end = builder.build(document, 2, len("    half = l / 2"), OPTIONS)
     assert line_end is not None and line_end.cursor.names_to_bind == ()
+
+
+def test_the_whole_function_counts_where_the_window_cuts_it() -> None:
+    """The window's lower edge falls inside the loop; cut there, the function's code below
+    the cursor does not parse, and the name it reads at the end would go unseen."""
+    workspace = Workspace()
+    branches = "".join(
+        f"        elif grade > {limit}:\n            letters.append('{letter}')\n"
+        for limit, letter in zip(range(90, 0, -10), "ABCDEFGHI", strict=False)
+    )
+    text = (
+        "def letters_of(grades):\n    letters = []\n    \n    for grade in grades:\n"
+        f"        if grade == 100:\n            letters.append('A+')\n{branches}"
+        "    return letters, best\n"
+    )
+    document = workspace.open("file:///project/grades.py", "python", 1, text)
+    options = ContextOptions(budget=Budget(256), max_lines=8)
+    built = ContextBuilder(workspace).build(document, 2, 4, options)
+    assert built is not None and "best" not in built.window.suffix
+    assert built.cursor.names_to_bind == ("best",)

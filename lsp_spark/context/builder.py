@@ -131,7 +131,7 @@ class ContextBuilder:
             if complete and key is not None:
                 self._rows[uri] = key, known
         related, sources = _with_line_definitions(known, workspace, document, window, options)
-        cursor = _cursor_context(document, syntax, cursor_byte, window, mode, options, known)
+        cursor = _cursor_context(document, syntax, row, cursor_byte, window, mode, options, known)
         return BuiltContext(window=window, related=related, cursor=cursor, sources=sources)
 
 
@@ -180,6 +180,7 @@ def _window(
 def _cursor_context(
     document: Document,
     syntax: SyntaxTree | None,
+    row: int,
     cursor_byte: int,
     window: CursorWindow,
     mode: Mode,
@@ -199,7 +200,8 @@ def _cursor_context(
         fitting = profile.headers.fitting_above(window.suffix, len(window.line_prefix))
     to_bind: tuple[str, ...] = ()
     if mode in (Mode.STATEMENT, Mode.BLOCK) or header_only:
-        to_bind = names_to_bind(profile, window.prefix, window.suffix, document.text)
+        above, below = _function_rows(document, row, window)
+        to_bind = names_to_bind(profile, above, below, document.text)
     indent_unit = options.indent_unit or known.indent_unit
     return CursorContext(
         line_prefix=window.line_prefix,
@@ -217,6 +219,19 @@ def _cursor_context(
         new_errors=None if check is None else check.added_errors,
         parses_at_cursor=None if check is None else check.parses_at_cursor,
     )
+
+
+FUNCTION_ROWS = 200
+"""Rows read on each side of the cursor's for what its function's code below reads."""
+
+
+def _function_rows(document: Document, row: int, window: CursorWindow) -> tuple[str, str]:
+    """The text before and after the cursor, up to `FUNCTION_ROWS` rows each way: the
+    function around it whole, where the window's edges may cut its body (and a body cut
+    short does not parse)."""
+    above = document.lines(max(row - FUNCTION_ROWS, 0), row)
+    below = document.lines(row + 1, row + 1 + FUNCTION_ROWS)
+    return "\n".join([*above, window.line_prefix]), "\n".join([window.line_suffix, *below])
 
 
 INDENT_SAMPLE_CHARS = 2000

@@ -39,7 +39,7 @@ def python_names_read_before_bound(function: str, row: int) -> frozenset[str]:
     definition = module.body[0] if module is not None and module.body else None
     if not isinstance(definition, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return frozenset()
-    uses = sorted(_uses(definition), key=lambda use: (use.row, use.column, use.binds))
+    uses = _uses(definition)
     bound_above = {use.name for use in uses if use.row < row and use.binds}
     first_below: dict[str, bool] = {}
     for use in uses:
@@ -79,14 +79,19 @@ def _uses(definition: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Use]:
 
 
 def _visit(node: ast.AST, uses: list[Use]) -> None:
-    """The function's own names in `node`, in the order Python meets them: an augmented
-    assignment (`total += x`) reads its target before binding it."""
+    """The function's own names in `node`, in the order Python meets them running it: an
+    assignment evaluates its value before it binds its targets (`total = total + x` reads
+    `total` first, as `total += x` does), a loop its iterable before its target."""
     if isinstance(node, NESTED_SCOPES):
         _visit_nested(node, uses)
         return
     if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
         uses.append(_use(node.target, node.target.id, binds=False))
         _visit(node.value, uses)
+        return
+    if isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr, ast.For, ast.AsyncFor)):
+        for child in _in_evaluation_order(node):
+            _visit(child, uses)
         return
     if isinstance(node, ast.Name):
         uses.append(_use(node, node.id, binds=not isinstance(node.ctx, ast.Load)))
@@ -101,6 +106,19 @@ def _visit(node: ast.AST, uses: list[Use]) -> None:
         uses.extend(_use(node, name, binds=True) for name in node.names)
     for child in ast.iter_child_nodes(node):
         _visit(child, uses)
+
+
+def _in_evaluation_order(
+    node: ast.Assign | ast.AnnAssign | ast.NamedExpr | ast.For | ast.AsyncFor,
+) -> list[ast.AST]:
+    """The parts of a statement that binds what it computes, value first."""
+    if isinstance(node, ast.Assign):
+        return [node.value, *node.targets]
+    if isinstance(node, ast.AnnAssign):
+        return [*([node.value] if node.value is not None else []), node.target]
+    if isinstance(node, ast.NamedExpr):
+        return [node.value, node.target]
+    return [node.iter, node.target, *node.body, *node.orelse]
 
 
 def _visit_nested(node: ast.AST, uses: list[Use]) -> None:
