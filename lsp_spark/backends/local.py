@@ -14,6 +14,7 @@ import ctypes
 import dataclasses
 import importlib.util
 import io
+import itertools
 import os
 import re
 import threading
@@ -40,18 +41,18 @@ _PREFILL_CHUNK_TOKENS = 128
 """Prompt tokens evaluated between two cancellation checks: few enough that a new request
 waits at most about half a second on two cores, enough that evaluating in chunks is about as
 fast as in one call (`benchmarks/local_speed.py`; chunks of 32 took about 16% longer)."""
-_BLANK_TOKENS_LIMIT = 8
-"""Tokens of nothing but whitespace after which generation stops. Code starts within a few
-(a line break or two, the indentation); past them the model is spelling spaces up to its
-token limit, as it does on a line it would rather leave blank where no line break may come."""
 _PIECE_BYTES = 64
 """Room for one token's bytes, a few times the longest seen; a longer one gets its own."""
 _LOCK_POLL_SECONDS = 0.02
 _PROMPT_SHRINK = 0.9
 
-HEALED_END = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,30}$|(?<=\n)[ \t]+$")
+HEALED_END = re.compile(r"(?:\n[ \t]+)?[A-Za-z_][A-Za-z0-9_]{0,30}$|\n[ \t]+$")
 """What the prompt stops before and the model must spell again (token healing): a word the
-user is in the middle of typing, or the indentation an editor put on a new line."""
+user is in the middle of typing, and the line break and indentation before it when the word
+starts an indented line; or the line break and indentation an editor put on a new line. The
+tokenizer spells a line break and the indentation after it as one token (`":\n       "`,
+then `" return"`), so a prompt ending in a bare line break, or in a run of spaces, ends in a
+token that code never has there."""
 
 _load_lock = threading.Lock()
 _log_callback: Any = None
@@ -377,8 +378,9 @@ class LocalBackend(Backend):
 
         # A prompt ending mid-word ("ret") or in a new line's indentation tokenizes unlike
         # any training text: a small model then continues a different word, or, after
-        # indentation, opens with a line break. So ask from the word's (or the line's)
-        # start and keep only continuations that begin with what was typed.
+        # indentation, opens with a line break. So ask from before the word (before the
+        # line break, on a new line) and keep only continuations that begin with what was
+        # typed.
         partial = HEALED_END.search(request.prefix)
         typed = partial.group() if partial else ""
         unhealed = request
@@ -401,8 +403,7 @@ class LocalBackend(Backend):
         if typed:
             spaced = request.prefix[-1:] in (" ", "\t")
             constraints.append(_TypedWordConstraint(vocabulary, len(tokens), typed, spaced))
-        if not request.multiline:
-            constraints.append(_NoBreakAfterOpener(vocabulary))
+        constraints.append(_NoBreakAfterOpener(vocabulary))
         first_word = _first_word(vocabulary, len(tokens), typed, unhealed)
         if first_word is not None:
             constraints.append(first_word)
@@ -416,7 +417,6 @@ class LocalBackend(Backend):
         sampled = llm.generate(
             tokens, temp=max(request.temperature, 0.0), logits_processor=processors
         )
-        blank = True
         with contextlib.closing(sampled):
             for produced, token in enumerate(sampled, start=1):
                 if cancel.is_set():
@@ -425,12 +425,10 @@ class LocalBackend(Backend):
                     finished = True
                     break
                 self.tokens_generated += 1
-                piece = decoder.decode(vocabulary.pieces[token])
-                blank = blank and not piece.strip()
-                text, finished = gate.feed(piece)
+                text, finished = gate.feed(decoder.decode(vocabulary.pieces[token]))
                 if text:
                     emit(text)
-                if finished or produced >= limit or (blank and produced >= _BLANK_TOKENS_LIMIT):
+                if finished or produced >= limit:
                     finished = True
                     break
         if finished and not cancel.is_set():
@@ -589,42 +587,71 @@ def _in_a_function(headers: HeaderWords, prefix: str) -> bool:
     return headers.enclosing_function(prefix) is not None
 
 
+_TUPLE_NAMES = 3
+"""The most names one line is held to binding together, in any order: past three the
+orderings grow too many to hold to, and then the line is held to binding one of them."""
+
+
+def _targets(names: tuple[str, ...]) -> tuple[str, ...]:
+    """What one line binds all of `names` with: the name, or a tuple of them in any order
+    (`i, j` for `i, j = 0, len(q) - 1`); past `_TUPLE_NAMES`, any one of them."""
+    if not 2 <= len(names) <= _TUPLE_NAMES:
+        return names
+    return tuple(", ".join(order) for order in itertools.permutations(names))
+
+
+def _definition_of_the_called(
+    headers: HeaderWords, names: tuple[str, ...], suffix: str
+) -> tuple[str, ...]:
+    """Above a body, where the code below calls one name nothing binds: the header that
+    defines it, its parameters the other names the body reads and nothing binds, in any
+    order (`def is_prime(k` above `if k < 2:` where `is_prime(p)` is called further down)."""
+    called = [name for name in names if re.search(rf"(?<![\w.]){re.escape(name)}\s*\(", suffix)]
+    if len(called) != 1 or len(names) > _TUPLE_NAMES + 1:
+        return ()
+    parameters = [name for name in names if name != called[0]]
+    return tuple(
+        f"{keyword} {called[0]}({', '.join(order)}"
+        for keyword in headers.functions
+        for order in itertools.permutations(parameters)
+    )
+
+
 def _first_word(
     vocabulary: _Vocabulary, prompt_length: int, typed: str, request: CompletionRequest
 ) -> _FirstWord | None:
     """How the first word on a blank line is held, if it is: where only a header fits, to a
-    header's (`CompletionRequest.header_only`), one the clause below can follow if there is
-    one (`headers_that_fit`), else a loop's binding a name the body reads and nothing else
-    binds (`for i` above `total += i`); where the code below reads names before anything
-    binds them, to one of them (`names_to_bind`); in a function's body otherwise, to code on
-    this line that does not start a definition or a comment, nor, below the body's first
-    line, a docstring. The model sees only the code above. Left alone it writes a statement above a
-    body that the statement strands, and `return l * b` above `return area`; in a body it
-    often breaks the line at once (the blank line stays blank), fills it with a comment
-    (`# 1.`, `# your code here`), opens the docstring again below the docstring, or, at the
-    end of a function, starts the function (or a variant) over again, nested inside itself.
-    A user who wants a comment types its marker: what is typed is never held."""
+    header's (`CompletionRequest.header_only`): one the clause below can follow if there is
+    one (`headers_that_fit`), else the definition of the one name the code below calls and
+    nothing binds, else a loop's binding the names the body reads and nothing else binds
+    (`for i` above `total += i`); where the code below reads names before anything binds
+    them, to binding them (`names_to_bind`: one name, or a tuple of them all); in a
+    function's body otherwise, to code on this line that does not start a definition or a
+    comment. The model sees only the code above. Left alone it writes a statement above a
+    body that the statement strands, `return l * b` above `return area`, and `i = 0` above
+    code that reads `i` and `j`; in a body it fills the line with a comment now and then
+    (`# print(res)`), and at the end of a function it starts the function (or a variant)
+    over again, nested inside itself. A user who wants a comment types its marker: what is
+    typed is never held."""
     profile = profile_for(request.language)
     headers = profile.headers
     if typed.strip() or headers is None:
         return None
+    names = request.names_to_bind
     if request.header_only:
         definitions = () if _in_a_function(headers, request.prefix) else headers.definitions
         words = (
             request.headers_that_fit
-            or tuple(f"{headers.loop} {name}" for name in request.names_to_bind)
+            or _definition_of_the_called(headers, names, request.suffix)
+            or tuple(f"{headers.loop} {target}" for target in _targets(names))
             or headers.statements + definitions
         )
         return _FirstWord(vocabulary, prompt_length, typed, words, allowed=True)
-    if request.names_to_bind:
-        return _FirstWord(vocabulary, prompt_length, typed, request.names_to_bind, allowed=True)
-    function_row = headers.enclosing_function(request.prefix)
-    if function_row is None:
+    if names:
+        return _FirstWord(vocabulary, prompt_length, typed, _targets(names), allowed=True)
+    if not _in_a_function(headers, request.prefix):
         return None
     words = headers.definitions + profile.syntax.line_comments
-    body_above = request.prefix.split("\n")[function_row + 1 : -1]
-    if any(line.strip() for line in body_above):
-        words += profile.syntax.long_quotes
     return _FirstWord(vocabulary, prompt_length, typed, words, allowed=False)
 
 
@@ -686,7 +713,7 @@ class _FirstWord:
         if not piece:
             return not self._allowed
         if len(piece) <= skip:
-            return not piece.strip(" \t")
+            return not piece.strip()
         start = head + piece[skip:]
         if self._allowed:
             return self._starts_a_word(start) or self._ended(start)
@@ -703,9 +730,10 @@ class _FirstWord:
 
 
 class _NoBreakAfterOpener:
-    """One line asked for: no line break right after an opening bracket. Breaking there,
-    the small model starts a literal over several lines that it rarely finishes (and whose
-    first line alone does not parse); kept on the line, it writes the expression inline."""
+    """No line break right after an opening bracket. Breaking there, the small model starts
+    a literal over several lines that it rarely finishes within a suggestion's few lines
+    (and whose first line alone does not parse); kept on the line, it writes the expression
+    inline."""
 
     def __init__(self, vocabulary: _Vocabulary) -> None:
         self._vocabulary = vocabulary
@@ -729,7 +757,7 @@ class _OutputGate:
         self._stops = stops
         self._typed = typed
         self._multiline = request.multiline
-        self._line_start = request.prefix.rpartition("\n")[2] + typed
+        self._line_start = (request.prefix + typed).rpartition("\n")[2]
         """The cursor line's text before the output, whose brackets the output may close."""
         self._syntax = None
         if not request.multiline and not request.suffix.partition("\n")[0].strip():
@@ -770,8 +798,8 @@ class _OutputGate:
         return self._take(len(self._text))
 
     def _heal(self) -> None:
-        # After indentation the prompt ends in a whitespace token, and the model still opens
-        # the next word with its usual leading space, one column too far right.
+        # After a space (`x = `) the prompt ends in a whitespace token, and the model still
+        # opens the next word with its usual leading space, one column too far right.
         self._heal_space = False
         text = self._text
         if text == " " or (text[:1] == " " and not text[1:2].isspace()):
