@@ -25,6 +25,7 @@ from lsp_spark.backends import local
 from lsp_spark.backends.base import BackendError, CompletionRequest, FailureKind
 from lsp_spark.backends.local import (
     LocalBackend,
+    _after_a_space,
     _definition_of_the_called,
     _in_a_function,
     _NoBreakAfterOpener,
@@ -702,3 +703,21 @@ def test_above_a_body_a_name_called_below_is_defined_there(
     python = profile_for("python").headers
     assert python is not None
     assert _definition_of_the_called(python, names, suffix) == headers
+
+
+@pytest.mark.parametrize(
+    ("prefix", "typed", "after_a_space"),
+    [
+        ("    x = ", "", True),
+        ("    x = ", "ret", True),
+        ("def f(m, n): ", "\n    ", False),
+        ("def f(m, n): ", "\n    ret", False),
+        ("def f(m, n):", "\n    ", False),
+    ],
+    ids=["mid-line", "a-word-after-a-space", "new-line", "a-word-on-a-new-line", "no-space"],
+)
+def test_the_model_may_open_with_a_space_only_after_one_on_its_line(
+    prefix: str, typed: str, after_a_space: bool
+) -> None:
+    """A space ending the line above belongs to that line: the line break comes next."""
+    assert _after_a_space(prefix, typed) is after_a_space

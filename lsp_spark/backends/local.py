@@ -401,7 +401,7 @@ class LocalBackend(Backend):
         vocabulary = self._vocabulary(llm)
         constraints: list[Callable[[Any, Any], Any]] = []
         if typed:
-            spaced = request.prefix[-1:] in (" ", "\t")
+            spaced = _after_a_space(request.prefix, typed)
             constraints.append(_TypedWordConstraint(vocabulary, len(tokens), typed, spaced))
         constraints.append(_NoBreakAfterOpener(vocabulary))
         first_word = _first_word(vocabulary, len(tokens), typed, unhealed)
@@ -580,6 +580,13 @@ class _TypedWordConstraint:
             allowed |= self._vocabulary.spelling(" " + remaining)
         logits[~allowed] = -numpy.inf
         return logits
+
+
+def _after_a_space(prefix: str, typed: str) -> bool:
+    """Whether what is asked for follows a space on the cursor's line (`x = `), where the
+    model opens its word with a space of its own: not on a new line, whose line break is
+    asked for (a trailing space on the line above belongs to that line)."""
+    return prefix[-1:] in (" ", "\t") and not typed.startswith("\n")
 
 
 def _in_a_function(headers: HeaderWords, prefix: str) -> bool:
@@ -763,7 +770,7 @@ class _OutputGate:
         if not request.multiline and not request.suffix.partition("\n")[0].strip():
             # At the end of its line a statement may go on while its brackets are open.
             self._syntax = profile_for(request.language).syntax
-        self._heal_space = request.prefix[-1:] in (" ", "\t")
+        self._heal_space = _after_a_space(request.prefix, typed)
         self._text = ""
         self._sent = 0
         self._ended = False
