@@ -222,7 +222,7 @@ def _cursor_context(
 
 
 FUNCTION_ROWS = 200
-"""Rows read on each side of the cursor's for what its function's code below reads."""
+"""How many rows each side of the cursor's are read for what its function's code reads."""
 
 
 def _function_rows(document: Document, row: int, window: CursorWindow) -> tuple[str, str]:

@@ -20,10 +20,10 @@ NESTED_SCOPES = (
 
 
 class Use(NamedTuple):
-    """One name at one place in a function, where the function's own scope sees it."""
+    """One name on one row of a function, where the function's own scope sees it; a
+    function's uses are listed in the order it meets them running (`_visit`)."""
 
     row: int
-    column: int
     name: str
     binds: bool
 
@@ -71,8 +71,8 @@ def _parsed(function: str, row: int) -> ast.Module | None:
 
 def _uses(definition: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Use]:
     header = definition.lineno - 1
-    uses = [Use(header, 0, definition.name, True)]
-    uses.extend(Use(header, 0, name, True) for name in _arguments(definition.args))
+    uses = [Use(header, definition.name, True)]
+    uses.extend(Use(header, name, True) for name in _arguments(definition.args))
     for statement in definition.body:
         _visit(statement, uses)
     return uses
@@ -145,4 +145,4 @@ def _arguments(arguments: ast.arguments) -> list[str]:
 
 
 def _use(node: ast.AST, name: str, *, binds: bool) -> Use:
-    return Use(getattr(node, "lineno", 1) - 1, getattr(node, "col_offset", 0), name, binds)
+    return Use(getattr(node, "lineno", 1) - 1, name, binds)
