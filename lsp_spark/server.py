@@ -820,6 +820,7 @@ def stats_request(ls: SparkServer, _: Any = None) -> dict[str, Any]:
     stats["pendingRequests"] = len(ls.protocol._request_futures) + ls.hot.pending
     stats["openConnections"] = open_connections
     stats["activeConnections"] = busy_connections
+    stats["backendPrepared"] = ls.backends.prepared.is_set()
     return stats
 
 

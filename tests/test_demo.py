@@ -44,3 +44,7 @@ def test_the_demo_shows_each_lines_rest_as_ghost_text_with_its_latencies(tmp_pat
     assert until_first is not None, breakdown
     # The loopback server waits 80 ms before its first token.
     assert int(until_first[1]) >= 80
+    assert re.fullmatch(
+        r"before the first keystroke: the backend was ready \d+ ms after the file opened.*",
+        printed[-1],
+    )

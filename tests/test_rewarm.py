@@ -1,7 +1,9 @@
-"""The warm connection is re-opened after the typist goes quiet, not on every request."""
+"""Warming the backend: once when it is built, which the server reports when done, and
+again after the typist goes quiet, not on every request."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Coroutine
 from typing import Any
 
@@ -12,7 +14,42 @@ from lsp_spark.pipeline import CompletionEngine
 from lsp_spark.settings import Settings
 from lsp_spark.testing.cerebras_server import CerebrasTestServer
 from lsp_spark.workspace import Workspace
-from tests.conftest import TEST_KEY, LoopClock, eventually
+from tests.conftest import SEEN, TEST_KEY, LoopClock, eventually
+
+
+async def test_the_backend_is_prepared_once_its_warming_ends(
+    cerebras: CerebrasTestServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine = CompletionEngine(lambda message, error: None, Workspace())
+    await engine.configure(
+        Settings(backend="cerebras", api_key=TEST_KEY, base_url=cerebras.base_url)
+    )
+    backend = engine.backends.backend
+    assert backend is not None
+    # Preparing ends by listing the models: held here until the test has looked.
+    listing, release = asyncio.Event(), asyncio.Event()
+    list_models = backend.list_models
+
+    async def held_list_models() -> list[str]:
+        listing.set()
+        await release.wait()
+        return await list_models()
+
+    monkeypatch.setattr(backend, "list_models", held_list_models)
+    await asyncio.wait_for(listing.wait(), SEEN)
+    assert not engine.backends.prepared.is_set(), "still warming"
+    release.set()
+    await asyncio.wait_for(engine.backends.prepared.wait(), SEEN)
+    await engine.aclose()
+
+
+async def test_with_no_backend_there_is_nothing_to_wait_for(cerebras: CerebrasTestServer) -> None:
+    engine = CompletionEngine(lambda message, error: None, Workspace())
+    await engine.configure(Settings(backend="cerebras", api_key="", base_url=cerebras.base_url))
+    assert engine.backends.backend is None
+    assert engine.backends.prepared.is_set()
+    await engine.aclose()
+
 
 IDLE = 600.0
 """Seconds of quiet before a re-warm: minutes, so only the test moving the event loop's clock

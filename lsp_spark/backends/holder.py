@@ -71,6 +71,9 @@ class BackendHolder:
         self.backend: Backend | None = None
         """None when there is none: `failure` says why."""
         self.failure: BackendError | None = None
+        self.prepared = asyncio.Event()
+        """Set once the backend has finished warming (the embedded model loaded, the
+        connection opened), or when there is none to warm; `lspSpark/stats` reports it."""
         self._paused_until = 0.0
         self._unavailable_streak = 0
         self._idle = Deadline(self._rewarm_after_idle)
@@ -128,7 +131,10 @@ class BackendHolder:
             self.notifier.tell(failure.kind.value, failure.args[0])
         if old is not None:
             self.in_background(old.aclose())
-        if self.backend is not None:
+        if self.backend is None:
+            self.prepared.set()
+        else:
+            self.prepared.clear()
             self.in_background(self._prepare(self.backend))
         return True
 
@@ -152,6 +158,9 @@ class BackendHolder:
                 FailureKind.NOT_AN_API,
             ):
                 self.failed(failure)
+        finally:
+            if backend is self.backend:
+                self.prepared.set()
 
     def failed(self, failure: BackendError) -> None:
         """Back off as the failure asks, and say so once."""
