@@ -23,11 +23,12 @@ from typing import Any
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
+from lsp_spark.stats import STATS_METHOD
+
 TYPED_CHARACTERS = 3
 KEYSTROKE_GAP = 0.06
 RESPONSE_TIMEOUT = 120.0
 READY_POLL = 0.02
-STATS_METHOD = "lspSpark/stats"
 DIM, BOLD, RESET = "\033[2m", "\033[1m", "\033[0m"
 ORACLE_MATCH_CHARS = 200
 HOLE_LINE = re.compile(r"^(\s+)(return|raise|if|self|for)\b")

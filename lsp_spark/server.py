@@ -55,12 +55,11 @@ from lsp_spark.hotpath import HotPath, JsonAnswer
 from lsp_spark.nextedit.engine import ACCEPT_COMMAND as ACCEPT_NEXT_EDIT
 from lsp_spark.nextedit.engine import NextEditService
 from lsp_spark.pipeline import CompletionEngine, Suggestion
-from lsp_spark.stats import Stats
+from lsp_spark.stats import STATS_METHOD, Stats
 from lsp_spark.workspace import Workspace
 
 log = logging.getLogger(__name__)
 
-STATS_METHOD = "lspSpark/stats"
 STATS_COMMAND = "lspSpark.stats"
 ACCEPTED_COMMAND = "lspSpark.accepted"
 DID_SHOW = "textDocument/didShowCompletion"

@@ -9,6 +9,8 @@ from typing import Any
 
 from lsp_spark.privacy.redaction import RedactionTally
 
+STATS_METHOD = "lspSpark/stats"
+"""The request that returns `Stats.snapshot` (the server answers it, the demo asks it)."""
 WINDOW = 500
 CLOSES_KEPT = 1024
 
