@@ -3,55 +3,96 @@
 from __future__ import annotations
 
 import asyncio
+import enum
 import json
+import re
 import sys
 from pathlib import Path
 
 from lsp_spark import settings as settings_module
-from lsp_spark.backends import BackendError, create_backend
+from lsp_spark.backends import BackendError, FailureKind, create_backend
 from lsp_spark.backends.local import bundled_model_path, local_backend_available
-from lsp_spark.documents import PositionEncoding
 from lsp_spark.languages import language_of_file
 from lsp_spark.pipeline import CompletionEngine
 from lsp_spark.syntax.grammars import loaded_grammars
 from lsp_spark.workspace import Workspace
 
 DOCTOR_TIMEOUT = 5.0
+LINE_BREAK = re.compile(r"\r\n|\r|\n")
+"""Where LSP (and so the server) breaks lines."""
 
 
 def language_of(path: Path) -> str:
     return language_of_file(path.suffix)
 
 
-def _say(message: str, error: bool = True) -> None:
-    print(message, file=sys.stderr)
+class CompleteExit(enum.IntEnum):
+    """`lsp-spark complete`'s exit codes, one per kind of outcome (the README lists them)."""
+
+    SUGGESTED = 0
+    NO_SUGGESTION = 1
+    BAD_INPUT = 2
+    """The file cannot be read or the position is outside it (argparse uses 2 for bad
+    arguments too)."""
+    BACKEND_FAILED = 3
+    """The backend is unreachable, rejected the request or answered in a way it should not."""
+    BAD_CONFIGURATION = 4
+    """No backend can be made from the settings."""
+
+
+def _problem(message: str) -> None:
+    print(f"lsp-spark: {message}", file=sys.stderr)
+
+
+def _position_problem(lines: list[str], line: int, column: int) -> str | None:
+    """Why LINE:COLUMN (1-based, COLUMN in characters) is not a place in the file."""
+    if not 1 <= line <= len(lines):
+        return f"line {line} is outside the file, which has lines 1 to {len(lines)}"
+    width = len(lines[line - 1])
+    if not 1 <= column <= width + 1:
+        return f"column {column} is outside line {line}, which has columns 1 to {width + 1}"
+    return None
 
 
 async def complete(path: Path, line: int, column: int, language: str | None) -> int:
-    """Print the ghost text the server would show at LINE:COLUMN (both 1-based)."""
+    """Print the ghost text the server would show at LINE:COLUMN (both 1-based); say on
+    stderr why there is none, with an exit code per reason (`CompleteExit`)."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
-        print(f"lsp-spark: cannot read {path}: {error}", file=sys.stderr)
-        return 2
+        _problem(f"cannot read {path}: {error}")
+        return CompleteExit.BAD_INPUT
+    if (problem := _position_problem(LINE_BREAK.split(text), line, column)) is not None:
+        _problem(f"{path}: {problem}.")
+        return CompleteExit.BAD_INPUT
     loaded, problems = settings_module.load()
     for problem in problems:
-        print(f"lsp-spark: ignored setting {problem}", file=sys.stderr)
+        _problem(f"ignored setting {problem}")
     files = Workspace()
-    engine = CompletionEngine(_say, files)
+    # What the server would tell an editor in passing; the outcome is told below instead.
+    engine = CompletionEngine(lambda _message, _error: None, files)
     await engine.configure(loaded)
-    document = files.open(path.resolve().as_uri(), language or language_of(path), 0, text)
-    files.refresh_outline(document.uri)
-    offset = document.offset_at(max(line - 1, 0), max(column - 1, 0), PositionEncoding.UTF32)
-    row, col = document.position_at(offset, PositionEncoding.UTF32)
+    holder = engine.backends
     try:
-        suggestion = await engine.suggest(document, row, col)
+        if holder.backend is None:
+            _problem(str(holder.failure or "no backend is configured."))
+            return CompleteExit.BAD_CONFIGURATION
+        await holder.prepared.wait()
+        document = files.open(path.resolve().as_uri(), language or language_of(path), 0, text)
+        files.refresh_outline(document.uri)
+        suggestion = await engine.suggest(document, line - 1, column - 1)
     finally:
         await engine.aclose()
-    if suggestion is None:
-        return 1
+    if (failure := holder.last_failure) is not None:
+        _problem(str(failure))
+        if failure.kind is FailureKind.MISCONFIGURED:
+            return CompleteExit.BAD_CONFIGURATION
+        return CompleteExit.BACKEND_FAILED
+    if suggestion is None or not suggestion.text:
+        _problem(f"no suggestion at {path}:{line}:{column}.")
+        return CompleteExit.NO_SUGGESTION
     print(suggestion.text)
-    return 0
+    return CompleteExit.SUGGESTED
 
 
 async def doctor() -> int:
@@ -81,7 +122,7 @@ async def doctor() -> int:
             print(f"warning: model {backend.model!r} is not in that list")
             status = 1
     except (BackendError, TimeoutError) as failure:
-        print(f"reachable: no ({failure or 'timed out'})")
+        print(f"reachable: no ({str(failure) or f'no answer within {DOCTOR_TIMEOUT:g} s'})")
         status = 1
     finally:
         await backend.aclose()

@@ -35,7 +35,8 @@ HOLE_LINE = re.compile(r"^(\s+)(return|raise|if|self|for)\b")
 
 
 def default_fixture() -> Path:
-    return Path(__file__).resolve().parent.parent / "fixtures" / "demo" / "inventory.py"
+    """The file the demo types into: package data, so an installed wheel has it too."""
+    return Path(__file__).resolve().parent / "examples" / "inventory.py"
 
 
 def pick_holes(lines: list[str], count: int) -> list[int]:

@@ -71,6 +71,9 @@ class BackendHolder:
         self.backend: Backend | None = None
         """None when there is none: `failure` says why."""
         self.failure: BackendError | None = None
+        self.last_failure: BackendError | None = None
+        """What the last request's failure was, until a request succeeds or settings change:
+        `lsp-spark complete` reports it."""
         self.prepared = asyncio.Event()
         """Set once the backend has finished warming (the embedded model loaded, the
         connection opened), or when there is none to warm; `lspSpark/stats` reports it."""
@@ -116,6 +119,7 @@ class BackendHolder:
         change already uses it; the old one closes in the background). True when rebuilt."""
         previous, self.settings = self.settings, settings
         self.notifier.forget()
+        self.last_failure = None
         self._paused_until = 0.0
         self._unavailable_streak = 0
         unchanged = all(
@@ -164,6 +168,7 @@ class BackendHolder:
 
     def failed(self, failure: BackendError) -> None:
         """Back off as the failure asks, and say so once."""
+        self.last_failure = failure
         now = time.monotonic()
         if failure.kind is FailureKind.AUTH or failure.kind is FailureKind.MISCONFIGURED:
             self._paused_until = float("inf")
@@ -184,6 +189,7 @@ class BackendHolder:
         self.notifier.tell(failure.kind.value, message)
 
     def succeeded(self) -> None:
+        self.last_failure = None
         if self._unavailable_streak:
             self._unavailable_streak = 0
             self.notifier.forget()

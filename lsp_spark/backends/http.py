@@ -252,7 +252,6 @@ class ApiClient:
         warm_path: str,
     ) -> None:
         self.base_url = base_url.rstrip("/")
-        self._service = service
         self._skip_malformed = skip_malformed
         self._warm_path = warm_path
         parts = urlsplit(self.base_url)
@@ -266,6 +265,8 @@ class ApiClient:
         authority = parts.netloc.rsplit("@", 1)[-1] or self._host
         self.address = f"{parts.scheme}://{authority}{parts.path}"
         """The base URL as it may be shown: without any credentials in it."""
+        self._service = f"{service} at {self.address}"
+        """Who failed, as every message names it: the service and where it was asked."""
         fields = [
             f"host: {authority}",
             "content-type: application/json",
@@ -370,7 +371,7 @@ class ApiClient:
         content_type = connection.headers.get(b"content-type", b"no content type").decode("latin-1")
         return BackendError(
             FailureKind.NOT_AN_API,
-            f"{self._service} at {self.address} does not answer as the API does: {path} "
+            f"{self._service} does not answer as the API does: {path} "
             f"returned {what} ({content_type}). Check baseUrl.",
         )
 
@@ -414,9 +415,20 @@ class ApiClient:
                 FailureKind.BAD_RESPONSE,
                 f"{self._service} sent more than {MAX_RESPONSE_BYTES // (1024 * 1024)} MiB.",
             )
-        if connection.failure is not None or connection.closed:
-            reason = connection.failure or "ConnectionClosed"
-            raise BackendError(FailureKind.UNAVAILABLE, f"Cannot reach {self._service}: {reason}.")
+        if connection.failure is not None:
+            raise BackendError(
+                FailureKind.UNAVAILABLE,
+                f"{self._service} broke the connection ({connection.failure}) before its "
+                "answer was complete.",
+            )
+        if connection.closed:
+            # The server is up (it accepted the request): it gave up on it. Local servers
+            # that serve one request at a time do so to start on another.
+            raise BackendError(
+                FailureKind.UNAVAILABLE,
+                f"{self._service} closed the connection before its answer was complete "
+                "(it dropped or aborted the request).",
+            )
         try:
             await connection.progress()
         except TimeoutError:
@@ -462,7 +474,9 @@ class ApiClient:
         except (OSError, ssl.SSLError) as error:
             connection.close()
             raise BackendError(
-                FailureKind.UNAVAILABLE, f"Cannot reach {self._service}: {type(error).__name__}."
+                FailureKind.UNAVAILABLE,
+                f"Cannot reach {self._service}: {type(error).__name__}. Is it running, and is "
+                "baseUrl right?",
             ) from None
         self._open.add(connection)
         return connection

@@ -41,7 +41,7 @@ class OpenAICompatibleBackend(Backend):
         # JSON is skipped rather than costing the whole suggestion.
         self._http = ApiClient(
             base_url,
-            service="The OpenAI-compatible server",
+            service="the OpenAI-compatible server",
             api_key=api_key,
             skip_malformed=True,
             warm_path=MODELS_PATH,
