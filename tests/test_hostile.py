@@ -47,7 +47,7 @@ async def text_of(http: ApiClient) -> str:
         (Fault.endless_event(), FailureKind.BAD_RESPONSE, "event longer than"),
         (Fault.huge_body(), FailureKind.BAD_RESPONSE, "event longer than"),
         (Fault.web_page(), FailureKind.NOT_AN_API, "does not answer as the API does"),
-        (Fault.reset_after(1), FailureKind.UNAVAILABLE, "Cannot reach"),
+        (Fault.reset_after(1), FailureKind.UNAVAILABLE, "broke the connection"),
     ],
     ids=["trickle", "slow-head", "endless-event", "huge-body", "web-page", "reset"],
 )

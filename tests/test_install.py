@@ -13,6 +13,8 @@ from pathlib import Path
 from lsp_spark.testing import isolated_environment
 
 ROOT = Path(__file__).resolve().parent.parent
+PIP_WHEEL = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation"]
+"""The build backend is the dev extra's (hatchling), so building asks no registry."""
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
@@ -23,11 +25,12 @@ def _run(command: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Compl
 def test_the_wheel_installed_in_a_fresh_environment_runs_doctor_and_the_demo(
     tmp_path: Path,
 ) -> None:
+    # Outside the clone, as a user runs it: nothing on the path but the environment's own.
     environment = isolated_environment(str(tmp_path / "config"))
+    environment.pop("PYTHONPATH", None)
     wheels = tmp_path / "wheels"
     built = _run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation"]
-        + ["--wheel-dir", str(wheels), str(ROOT)],
+        [*PIP_WHEEL, "--wheel-dir", str(wheels), str(ROOT)],
         tmp_path,
         environment,
     )
@@ -51,7 +54,9 @@ def test_the_wheel_installed_in_a_fresh_environment_runs_doctor_and_the_demo(
         environment,
     )
     assert installed.returncode == 0, installed.stderr
-    where = _run([str(python), "-c", "import lsp_spark; print(lsp_spark.__file__)"], tmp_path, environment)
+    where = _run(
+        [str(python), "-c", "import lsp_spark; print(lsp_spark.__file__)"], tmp_path, environment
+    )
     assert where.stdout.startswith(purelib), where.stdout
     consistent = _run([str(python), "-m", "pip", "check"], tmp_path, environment)
     assert consistent.returncode == 0, consistent.stdout + consistent.stderr

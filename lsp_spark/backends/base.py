@@ -104,6 +104,9 @@ class Backend(ABC):
     """
 
     name: str = "backend"
+    remote = True
+    """Whether requests leave the machine (a server, over the network); an embedded model's
+    work stays on it, and its time is spent loading and computing, not waiting on a peer."""
     context_tokens = 2048
     """The prompt budget that suits this backend when the settings do not say."""
     max_lines = 12

@@ -121,6 +121,7 @@ class LocalBackend(Backend):
     """Runs one llama.cpp model in worker threads, one generation at a time."""
 
     name = "local"
+    remote = False
     # A CPU model evaluates a few hundred prompt tokens a second here: a short prompt keeps
     # the first suggestion in a file around a second. Once the window's start moves, the
     # whole prompt is evaluated again, so a small file fits whole.
