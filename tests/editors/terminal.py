@@ -105,6 +105,10 @@ class TerminalScreen:
         """What is on the screen now, one line per row, without colours."""
         return self._run("capture-pane", "-p", "-t", SESSION)
 
+    def styled_text(self) -> str:
+        """What is on the screen now with its colours and attributes, as escape sequences."""
+        return self._run("capture-pane", "-e", "-p", "-t", SESSION)
+
     def wait_for(self, predicate: Callable[[str], bool], timeout: float, what: str) -> str:
         """Poll the screen (bounded: timeout and a max count) until predicate(screen) holds;
         raise AssertionError naming `what` and showing the last screen otherwise."""
@@ -127,7 +131,7 @@ class TerminalScreen:
         from rich.console import Console
         from rich.text import Text
 
-        screen = self._run("capture-pane", "-e", "-p", "-t", SESSION)
+        screen = self.styled_text()
         # Recording into a string: the picture is all that is wanted, not the console output.
         console = Console(
             record=True,

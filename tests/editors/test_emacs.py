@@ -902,3 +902,23 @@ def test_package_byte_compiles_without_warnings_without_lsp_mode(tmp_path: Path)
     assert run.returncode == 0, output
     assert (tmp_path / "lsp-spark.elc").exists()
     assert "Warning" not in output and "Error" not in output, output
+
+
+def test_the_readme_eglot_snippet_runs_as_written(tmp_path: Path) -> None:
+    """The eglot snippet of editors/emacs/README.md, pasted into an init file of this Emacs
+    (Debian's 28, which has no use-package), loads lsp-spark and hooks it into Python."""
+    readme = (PACKAGE / "README.md").read_text(encoding="utf-8")
+    snippet = next(
+        block
+        for block in re.findall(r"```elisp\n(.*?)```", readme, re.DOTALL)
+        if "lsp-spark-eglot-ensure" in block
+    )
+    init = tmp_path / "init.el"
+    init.write_text(snippet.replace("~/src/lsp-spark/editors/emacs", str(PACKAGE)))
+    check = (
+        '(princ (format "%S|%S|%S" (and (memq \'lsp-spark-eglot-ensure python-mode-hook) t)'
+        " (fboundp 'lsp-spark-eglot-ensure) lsp-spark-settings))"
+    )
+    done = emacs_batch(tmp_path, "--load", str(init), "--eval", check)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == 't|t|(:backend "cerebras" :model "gpt-oss-120b")', done.stderr

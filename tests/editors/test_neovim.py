@@ -527,6 +527,39 @@ def test_ghost_text_on_the_terminal_screen(
         )
 
 
+def test_ghost_text_stands_out_on_a_terminal_without_true_colour(
+    nvim: Editor, tmp_path: Path, cerebras: CerebrasTestServer
+) -> None:
+    """On a 256-colour terminal Neovim draws with terminal colours, where 0.10+'s default
+    `Comment` has none: the ghost text must still look unlike the code around it."""
+    from rich.text import Text
+
+    cerebras.config.reply_fn = completing("def total(items):\n    ", "return sum(items)")
+    file = tmp_path / "project" / "calc.py"
+    file.parent.mkdir()
+    file.write_text("def total(items):\n    \n")
+    (tmp_path / "init.lua").write_text(setup_lua({"settings": {"model": MODEL}}))
+    command = [nvim.binary, "--clean", "-u", str(tmp_path / "init.lua"), str(file)]
+    env = session_env(tmp_path, cerebras) | {"NVIM_LOG_FILE": str(tmp_path / "nvim.log")}
+    env.pop("COLORTERM", None)
+    with TerminalScreen(command, env=env, cwd=file.parent, width=80, height=12) as screen:
+        screen.wait_for(lambda text: "def total(items):" in text, START_TIMEOUT, "the file")
+        screen.send_keys("2", "G", "A")
+        screen.wait_for(
+            lambda text: "    return sum(items)" in text.splitlines()[1],
+            START_TIMEOUT,
+            "the ghost text",
+        )
+        row = Text.from_ansi(screen.styled_text()).split("\n")[1]
+    ghost = row.plain.index("return")
+    styles = [span.style for span in row.spans if span.start <= ghost < span.end]
+    assert any(
+        not isinstance(style, str)
+        and (style.italic or style.dim or (style.color is not None and not style.color.is_default))
+        for style in styles
+    ), f"the ghost text is drawn like code: {row.spans}"
+
+
 def screenshot(tmp_path: Path, name: str, editor: Editor) -> Path:
     """Where the picture goes: the README's pictures (LSP_SPARK_SCREENSHOTS) for the newest
     Neovim here, else beside the test."""

@@ -57,10 +57,32 @@ end
 
 --- Links each highlight group of `links` (name -> group) by default, again after every
 --- `:colorscheme` (which clears groups it does not know); `augroup` names the autocmd.
+-- A target with no terminal attributes at all (Neovim 0.10+'s default `Comment` has only a
+-- GUI colour) would leave the group looking like plain text on a terminal without
+-- 'termguicolors': there the group gets the target's GUI colour and, for terminals, grey
+-- italics of its own.
+local TERMINAL_GREY = 8
+local set_hl_takes_default = M.has("0.8")
+
+local function without_terminal_attributes(target)
+  return set_hl_takes_default and next(vim.api.nvim_get_hl_by_name(target, false)) == nil
+end
+
 function M.link_highlights(augroup, links)
   local function define()
     for name, target in pairs(links) do
-      vim.cmd("highlight default link " .. name .. " " .. target)
+      if without_terminal_attributes(target) then
+        local gui = vim.api.nvim_get_hl_by_name(target, true)
+        vim.api.nvim_set_hl(0, name, {
+          default = true,
+          fg = gui.foreground,
+          ctermfg = TERMINAL_GREY,
+          italic = true,
+          cterm = { italic = true },
+        })
+      else
+        vim.cmd("highlight default link " .. name .. " " .. target)
+      end
     end
   end
   define()
