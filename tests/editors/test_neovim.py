@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -558,6 +559,39 @@ def test_ghost_text_stands_out_on_a_terminal_without_true_colour(
         and (style.italic or style.dim or (style.color is not None and not style.color.is_default))
         for style in styles
     ), f"the ghost text is drawn like code: {row.spans}"
+
+
+def test_the_readme_setup_runs_as_written(
+    nvim: Editor, tmp_path: Path, cerebras: CerebrasTestServer
+) -> None:
+    """editors/nvim/README.md's first snippet, as a user's init.lua (the clone's path put in
+    place of `~/src/lsp-spark`), starts lsp-spark for a Python file in this Neovim."""
+    readme = (PLUGIN / "README.md").read_text(encoding="utf-8")
+    snippet = re.findall(r"```lua\n(.*?)```", readme, re.DOTALL)[0]
+    init = tmp_path / "init.lua"
+    init.write_text(
+        "vim.g.loaded_python3_provider = 0\n"
+        + snippet.replace('vim.fn.expand("~/src/lsp-spark/editors/nvim")', lua_string(str(PLUGIN)))
+    )
+    file = tmp_path / "project" / "calc.py"
+    file.parent.mkdir()
+    file.write_text("x = 1\n")
+    result = tmp_path / "attached.txt"
+    wait = (
+        f"lua vim.wait({int(START_TIMEOUT * 1000)}, function() return "
+        'require("lsp_spark").client(0) ~= nil end, 50); '
+        f"vim.fn.writefile({{tostring(require('lsp_spark').client(0) ~= nil)}}, "
+        f"{lua_string(str(result))})"
+    )
+    subprocess.run(
+        [nvim.binary, "--clean", "--headless", "-u", str(init), str(file), "-c", wait, "-c", "qa!"],
+        env=session_env(tmp_path, cerebras),
+        cwd=file.parent,
+        capture_output=True,
+        timeout=NVIM_TIMEOUT,
+        check=False,
+    )
+    assert result.read_text().strip() == "true"
 
 
 def screenshot(tmp_path: Path, name: str, editor: Editor) -> Path:
