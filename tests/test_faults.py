@@ -97,3 +97,21 @@ async def test_an_unreachable_backend_degrades_with_backoff_and_one_message(
     stats = await client.protocol.send_request_async("lspSpark/stats", None)
     assert 2 <= stats.upstreamErrors <= 3, "after two failures in a row, asking waits"
     assert len(told(client, "Cannot reach")) == 1
+
+
+async def test_a_missing_key_is_told_once_when_the_editor_pushes_the_same_settings_again(
+    start_spark: StartSpark,
+) -> None:
+    """Editors push their settings again after `initialized`: the same settings change
+    nothing, so what the user was told is not told again."""
+    settings = {"backend": "cerebras", "debounceMs": 0, "prefetch": False}
+    client = await start_spark(settings)
+    uri = open_document(client, "x = \n")
+    assert texts(await inline(client, uri, 0, 4)) == []
+    client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings={"lspSpark": settings})
+    )
+    for _ in range(3):
+        assert texts(await inline(client, uri, 0, 4)) == []
+    await client.protocol.send_request_async("lspSpark/stats", None)
+    assert len(told(client, "needs an API key")) == 1, told(client, "")

@@ -118,6 +118,10 @@ class BackendHolder:
         changed, the backend is rebuilt (swapped at once, so a request right behind the
         change already uses it; the old one closes in the background). True when rebuilt."""
         previous, self.settings = self.settings, settings
+        if settings == previous and (self.backend or self.failure):
+            # The same settings pushed again (editors send them after `initialized` too):
+            # what the user was told stays told.
+            return False
         self.notifier.forget()
         self.last_failure = None
         self._paused_until = 0.0
