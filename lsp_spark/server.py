@@ -356,7 +356,7 @@ class SparkServer(LanguageServer):
         self.stats = Stats()
         self.backends = BackendHolder(self.show)
         self.engine = CompletionEngine(self.show, self.files, self.backends, self.stats)
-        self.actions = ActionService(self.files, self.backends, self.stats)
+        self.actions = ActionService(self.files, self.backends, self.stats, self.workspace_folders)
         self.next_edits = NextEditService(
             self.files, self.backends, self.stats, self.engine.related_code
         )
@@ -365,6 +365,16 @@ class SparkServer(LanguageServer):
         self.initialization_options: Any = None
         self.encoding = PositionEncoding.UTF16
         self._told_settings: set[str] = set()
+
+    def workspace_folders(self) -> list[Path]:
+        """The editor's workspace folders as they are now (pygls follows
+        `workspace/didChangeWorkspaceFolders`), else the root `initialize` named (rootUri,
+        or rootPath), else none. Only folders on disk: a `file:` URI."""
+        folders = [folder.uri for folder in self.workspace.folders.values()]
+        if not folders and self.workspace.root_uri:
+            folders = [self.workspace.root_uri]
+        paths = (to_fs_path(uri) for uri in folders if uri.startswith("file:"))
+        return [Path(path) for path in paths if path]
 
     def show(self, message: str, error: bool = True) -> None:
         kind = types.MessageType.Error if error else types.MessageType.Warning
@@ -633,10 +643,6 @@ def initialize(ls: SparkServer, params: types.InitializeParams) -> None:
     ls.actions.encoding = ls.review.encoding = ls.next_edits.encoding = ls.encoding
     ls.actions.support = ClientSupport.of(params.capabilities, params.client_info)
     ls.engine.debounce.client_debounces = client_debounces(params.capabilities)
-    folders = params.workspace_folders or []
-    root = folders[0].uri if folders else params.root_uri
-    root_path = to_fs_path(root) if root else None
-    ls.actions.root = Path(root_path) if root_path else None
 
 
 @server.feature(types.INITIALIZED)

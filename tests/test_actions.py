@@ -90,6 +90,7 @@ async def launch(
     root: Path | None = None,
     encodings: list[str] | None = None,
     answer: Callable[[], types.ApplyWorkspaceEditResult] | None = None,
+    folders: list[Path] | None = None,
 ) -> LanguageClient:
     """A real server process for a client with the given capabilities, which records the
     edits the server asks it to apply (and says it applied them, unless `answer` says)."""
@@ -111,6 +112,9 @@ async def launch(
             capabilities=capabilities,
             initialization_options=options,
             root_uri=root.as_uri() if root else None,
+            workspace_folders=[types.WorkspaceFolder(f.as_uri(), f.name) for f in folders]
+            if folders is not None
+            else None,
         )
     )
     return editor

@@ -35,6 +35,7 @@ from lsp_spark.backends.base import ChatUsage
 from lsp_spark.context.budget import ESTIMATED_CHARS_PER_TOKEN
 from lsp_spark.context.sources import filename_of
 from lsp_spark.documents import Document, PositionEncoding
+from lsp_spark.privacy import disk
 from lsp_spark.privacy.redaction import PLACEHOLDER
 from lsp_spark.scheduler import cancel_once
 from lsp_spark.stats import ActionStats
@@ -82,13 +83,21 @@ class _Job:
 
 
 class ActionService:
-    def __init__(self, workspace: Workspace, backends: BackendHolder, stats: Stats) -> None:
+    def __init__(
+        self,
+        workspace: Workspace,
+        backends: BackendHolder,
+        stats: Stats,
+        folders: Callable[[], Sequence[Path]],
+    ) -> None:
         self.workspace = workspace
         self.backends = backends
         self._stats = stats
+        self.folders = folders
+        """The workspace folders as they are now: test files are found, read and edited
+        only inside them."""
         self.encoding = PositionEncoding.UTF16
         self.support = ClientSupport()
-        self.root: Path | None = None
         self._jobs: dict[str, list[_Job]] = {}
 
     @property
@@ -329,8 +338,10 @@ class ActionService:
         if found is None:
             raise Refused("lsp-spark: there is no test file convention for this file here.")
         test_uri = from_fs_path(str(found.path)) or found.path.as_uri()
+        if not found.same_file:
+            self._check_test_file(document, found.path, test_uri)
         existing = document if found.same_file else self.workspace.documents.get(test_uri)
-        on_disk = None if existing is not None else _read(found.path)
+        on_disk = None if existing is not None else self._read(found.path, test_uri)
         current = existing.text if existing is not None else on_disk or ""
         version = existing.version if existing is not None else None
         task = WriteTestsTask(
@@ -377,6 +388,30 @@ class ActionService:
                     ),
                 ]
             )
+        )
+
+    def _check_test_file(self, document: Document, path: Path, uri: str) -> None:
+        """Refuse a test file (open in the editor or not) outside the workspace folders,
+        reached through a symbolic link, or excluded: its text would go upstream and the
+        edit would write to it. With no workspace folder, the source's own folder stands in.
+        A Rust test module goes into the source document itself, which needs no check."""
+        source = _path_of(document.uri)
+        folders = self.folders() or ([source.parent] if source is not None else [])
+        try:
+            disk.check(path, folders, self.workspace.excluded)
+        except disk.OffLimits as refusal:
+            raise Refused(self._off_limits(uri, refusal)) from refusal
+
+    def _read(self, path: Path, uri: str) -> str | None:
+        """The test file's text from disk; None when it is still to be created."""
+        try:
+            return disk.read(path)
+        except disk.OffLimits as refusal:
+            raise Refused(self._off_limits(uri, refusal)) from refusal
+
+    def _off_limits(self, uri: str, refusal: disk.OffLimits) -> str:
+        return (
+            f"lsp-spark: the test file {self._filename(uri)} is neither read nor edited: {refusal}."
         )
 
     def _outbound(self, task: EditTask | WriteTestsTask) -> Outbound:
@@ -486,7 +521,11 @@ class ActionService:
         path = _path_of(document.uri)
         if path is None:
             return None
-        return test_file_for(path, canonical(document.language_id), self.root)
+        return test_file_for(path, canonical(document.language_id), self._root_of(path))
+
+    def _root_of(self, path: Path) -> Path | None:
+        """The workspace folder `path` is in: where its tests folder and module path start."""
+        return disk.containing_folder(path, self.folders())
 
     def _document_edit(
         self, uri: str, version: int | None, edits: list[types.TextEdit]
@@ -500,9 +539,10 @@ class ActionService:
 
     def _filename(self, uri: str) -> str:
         path = _path_of(uri)
-        if path is not None and self.root is not None:
+        root = None if path is None else self._root_of(path)
+        if path is not None and root is not None:
             with contextlib.suppress(ValueError):
-                return path.relative_to(self.root).as_posix()
+                return path.relative_to(root).as_posix()
         return filename_of(uri)
 
     def _point(self, document: Document, position: tuple[int, int]) -> tuple[int, int]:
@@ -548,10 +588,3 @@ def _path_of(uri: str) -> Path | None:
         return None
     path = to_fs_path(uri)
     return Path(path) if path else None
-
-
-def _read(path: Path) -> str | None:
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
