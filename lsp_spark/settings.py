@@ -166,14 +166,33 @@ def config_file_path() -> Path:
 
 
 def from_file(path: Path | None = None) -> tuple[dict[str, Any], list[str]]:
+    """The config file's settings; a file that cannot be read or parsed is reported with its
+    path and the line and column at fault, and left out whole (the defaults apply)."""
     path = path or config_file_path()
     try:
-        with path.open("rb") as handle:
-            return tomllib.load(handle), []
+        data = path.read_bytes()
     except FileNotFoundError:
         return {}, []
-    except (OSError, tomllib.TOMLDecodeError) as error:
-        return {}, [f"{path}: {error}"]
+    except OSError as error:
+        return {}, [f"{path}: cannot be read ({error.strerror or error}); defaults apply"]
+    try:
+        return tomllib.loads(data.decode("utf-8-sig")), []
+    except UnicodeDecodeError as error:
+        line, column = _line_and_column(data, error.start)
+        return {}, [
+            f"{path}: not UTF-8 at line {line}, column {column} (byte {data[error.start]:#04x}); "
+            "save it as UTF-8. Defaults apply"
+        ]
+    except (tomllib.TOMLDecodeError, RecursionError) as error:
+        # tomllib's message ends with the place: "(at line 3, column 9)".
+        return {}, [f"{path}: {error or 'nested too deeply'}; defaults apply"]
+
+
+def _line_and_column(data: bytes, offset: int) -> tuple[int, int]:
+    """1-based line and column (in characters of the text before it) of a byte offset."""
+    line_start = data.rfind(b"\n", 0, offset) + 1
+    before = data[line_start:offset].decode("utf-8", errors="replace")
+    return data.count(b"\n", 0, offset) + 1, len(before) + 1
 
 
 def from_environment(environ: Mapping[str, str] | None = None) -> dict[str, Any]:

@@ -71,3 +71,33 @@ def test_lists_from_the_environment_are_comma_separated(tmp_path: Path) -> None:
     assert problems == []
     assert loaded.exclude == ["**/private/**", "*.secret"]
     assert loaded.context_sources == ["imports"]
+
+
+def test_a_config_file_that_is_not_utf8_names_its_line_and_column(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_bytes('model = "m"\n# für später\n'.encode("latin-1"))
+    loaded, problems = settings.load(environ={}, config_file=config)
+    assert loaded == Settings()
+    assert problems == [
+        f"{config}: not UTF-8 at line 2, column 4 (byte 0xfc); save it as UTF-8. Defaults apply"
+    ]
+
+
+def test_a_config_file_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_bytes(b'\xef\xbb\xbfmodel = "m"\n')
+    loaded, problems = settings.load(environ={}, config_file=config)
+    assert (loaded.model, problems) == ("m", [])
+
+
+def test_a_config_path_that_is_not_a_file_is_reported(tmp_path: Path) -> None:
+    loaded, problems = settings.load(environ={}, config_file=tmp_path)
+    assert loaded == Settings()
+    assert len(problems) == 1 and problems[0].startswith(f"{tmp_path}: cannot be read")
+
+
+def test_a_toml_error_names_its_line_and_column(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text('model = "m"\nmaxTokens = = 3\n')
+    _, [problem] = settings.load(environ={}, config_file=config)
+    assert "line 2, column 13" in problem
