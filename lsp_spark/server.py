@@ -446,7 +446,7 @@ class SparkServer(LanguageServer):
         fresh = [problem for problem in problems if problem not in self._told_settings]
         if fresh:
             self._told_settings.update(fresh)
-            self.show("lsp-spark ignored invalid settings: " + "; ".join(fresh), error=False)
+            self.show("lsp-spark ignored settings: " + "; ".join(fresh), error=False)
         await self.engine.configure(loaded)
         self.review.configure()
 

@@ -4,15 +4,20 @@ Precedence, lowest first: defaults, the TOML file in the user's config dir,
 environment variables, `initializationOptions`, `workspace/didChangeConfiguration`.
 A bad value never stops the server: it is dropped, the rest applies, and the
 caller gets the problems to show the user once.
+
+The config file and the environment are the user's own; what the editor passes can come
+from a workspace someone else wrote. So the editor's layers may not send a key from the
+user's own configuration to another host, nor lower privacy (`guard`).
 """
 
 from __future__ import annotations
 
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import platformdirs
 from pydantic import (
@@ -40,6 +45,7 @@ CEREBRAS_BASE_URL = "https://api.cerebras.ai"
 OPENAI_COMPATIBLE_BASE_URL = "http://127.0.0.1:8080"
 DEFAULT_CEREBRAS_MODEL = "gpt-oss-120b"
 SETTINGS_SECTION = "lspSpark"
+DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 class Settings(BaseModel):
@@ -166,14 +172,33 @@ def config_file_path() -> Path:
 
 
 def from_file(path: Path | None = None) -> tuple[dict[str, Any], list[str]]:
+    """The config file's settings; a file that cannot be read or parsed is reported with its
+    path and the line and column at fault, and left out whole (the defaults apply)."""
     path = path or config_file_path()
     try:
-        with path.open("rb") as handle:
-            return tomllib.load(handle), []
+        data = path.read_bytes()
     except FileNotFoundError:
         return {}, []
-    except (OSError, tomllib.TOMLDecodeError) as error:
-        return {}, [f"{path}: {error}"]
+    except OSError as error:
+        return {}, [f"{path}: cannot be read ({error.strerror or error}); defaults apply"]
+    try:
+        return tomllib.loads(data.decode("utf-8-sig")), []
+    except UnicodeDecodeError as error:
+        line, column = _line_and_column(data, error.start)
+        return {}, [
+            f"{path}: not UTF-8 at line {line}, column {column} (byte {data[error.start]:#04x}); "
+            "save it as UTF-8. Defaults apply"
+        ]
+    except (tomllib.TOMLDecodeError, RecursionError) as error:
+        # tomllib's message ends with the place: "(at line 3, column 9)".
+        return {}, [f"{path}: {error or 'nested too deeply'}; defaults apply"]
+
+
+def _line_and_column(data: bytes, offset: int) -> tuple[int, int]:
+    """1-based line and column (in characters of the text before it) of a byte offset."""
+    line_start = data.rfind(b"\n", 0, offset) + 1
+    before = data[line_start:offset].decode("utf-8", errors="replace")
+    return data.count(b"\n", 0, offset) + 1, len(before) + 1
 
 
 def from_environment(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
@@ -243,11 +268,112 @@ def load(
     environ: Mapping[str, str] | None = None,
     config_file: Path | None = None,
 ) -> tuple[Settings, list[str]]:
+    """Settings from every layer, guarded against what the editor's layers may not do; the
+    problems are the bad entries dropped and the editor's settings held back, each once."""
+    environ = os.environ if environ is None else environ
     file_layer, file_problems = from_file(config_file)
-    settings, problems = merge(
-        file_layer,
-        from_environment(environ),
-        client_section(initialization_options),
-        client_section(client_settings),
-    )
-    return settings, file_problems + problems
+    own_layers = (file_layer, from_environment(environ))
+    editor_layers = (client_section(initialization_options), client_section(client_settings))
+    settings, problems = merge(*own_layers, *editor_layers)
+    own, _ = merge(*own_layers)
+    editor_keys = {_canonical(str(key)) for layer in editor_layers for key in layer}
+    guarded, held_back = guard(settings, own, editor_keys, environ, config_file)
+    return guarded, file_problems + problems + held_back
+
+
+def origin(url: str) -> str:
+    """Where a request goes, as compared and shown: scheme, host and port, without a path
+    or any credentials in the URL."""
+    parts = urlsplit(url.strip())
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port or DEFAULT_PORTS.get(scheme)
+    except ValueError:
+        port = None
+    return f"{scheme}://{parts.hostname or ''}" + (f":{port}" if port else "")
+
+
+def key_destination(settings: Settings) -> str | None:
+    """The base URL the key would go to, or None when no key leaves the machine."""
+    if settings.api_key is None:
+        return None
+    backend = "cerebras" if settings.backend == "auto" else settings.backend
+    if backend == "local":
+        return None
+    default = CEREBRAS_BASE_URL if backend == "cerebras" else OPENAI_COMPATIBLE_BASE_URL
+    return settings.base_url or default
+
+
+def key_hosts(own: Settings, environ: Mapping[str, str]) -> set[str]:
+    """Where a key from the user's own configuration may go: its provider's host (Cerebras'
+    API for CEREBRAS_API_KEY, or for a key the user's own configuration gives Cerebras),
+    and a base URL the user's own configuration names."""
+    hosts: set[str] = set()
+    if own.base_url:
+        hosts.add(origin(own.base_url))
+    key = own.api_key.get_secret_value() if own.api_key else None
+    cerebras_key = key is not None and environ.get("CEREBRAS_API_KEY") == key
+    if cerebras_key or own.backend in ("auto", "cerebras"):
+        hosts.add(origin(CEREBRAS_BASE_URL))
+    return hosts
+
+
+def guard(
+    settings: Settings,
+    own: Settings,
+    editor_keys: Iterable[str],
+    environ: Mapping[str, str],
+    config_file: Path | None = None,
+) -> tuple[Settings, list[str]]:
+    """`settings` without what the editor's layers may not do, and one problem per thing
+    held back. `own` is the user's own configuration (config file and environment) alone.
+
+    A key the editor passes goes where the editor's settings point: the user typed both
+    there. A key from the user's own configuration goes only to a host named together with
+    it (`key_hosts`); elsewhere the request goes without it, to the same backend, so an
+    editor's keyless local server keeps working. Privacy (redaction, the default excludes,
+    `!` excludes taking files back, another model file) is lowered only by the user's own
+    configuration; the editor's other `exclude` globs add to the user's."""
+    changed = {
+        name
+        for name in editor_keys
+        if name in Settings.model_fields and getattr(settings, name) != getattr(own, name)
+    }
+    where = f"set it in {config_file or config_file_path()} or the environment"
+    update: dict[str, Any] = {}
+    held_back: list[str] = []
+    for name in ("redact_secrets", "default_excludes"):
+        if name in changed and getattr(settings, name) is False:
+            update[name] = getattr(own, name)
+            held_back.append(
+                f"{to_camel(name)}: false is taken only from your own configuration "
+                f"(it lets more leave the machine); {where} (LSP_SPARK_{name.upper()})"
+            )
+    if "local_model_path" in changed:
+        update["local_model_path"] = own.local_model_path
+        held_back.append(
+            "localModelPath: another model file is taken only from your own configuration; "
+            f"{where} (LSP_SPARK_LOCAL_MODEL_PATH)"
+        )
+    if "exclude" in changed:
+        added = [glob for glob in settings.exclude if glob not in own.exclude]
+        refused = [glob for glob in added if glob.strip().startswith("!")]
+        update["exclude"] = own.exclude + [glob for glob in added if glob not in refused]
+        if refused:
+            held_back.append(
+                f"exclude: {', '.join(refused)} would take excluded files back, which only "
+                f"your own configuration may do; {where} (LSP_SPARK_EXCLUDE)"
+            )
+    destination = key_destination(settings)
+    if destination is not None and "api_key" not in changed:
+        address = origin(destination)
+        if address not in key_hosts(own, environ):
+            update["api_key"] = None
+            update["backend"] = "cerebras" if settings.backend == "auto" else settings.backend
+            held_back.append(
+                f"apiKey: your key is not sent to {address}, which your "
+                "own configuration does not name, so requests go there without it; to send "
+                f"it there, set baseUrl in {config_file or config_file_path()} or "
+                "LSP_SPARK_BASE_URL"
+            )
+    return (settings.model_copy(update=update) if update else settings), held_back

@@ -42,7 +42,9 @@ def create_backend(settings: Settings) -> Backend:
     timeout = settings.request_timeout_ms / 1000
     actions_timeout = settings.actions_timeout_ms / 1000
     if name == "cerebras":
-        if not settings.api_key:
+        # Without a key only another base URL can answer (a gateway that adds its own, or
+        # one the key was held back from: see settings.guard); Cerebras' API cannot.
+        if not settings.api_key and not settings.base_url:
             raise BackendError(
                 FailureKind.MISCONFIGURED,
                 "The cerebras backend needs an API key: set CEREBRAS_API_KEY.",
@@ -50,7 +52,7 @@ def create_backend(settings: Settings) -> Backend:
         from lsp_spark.backends.cerebras import CerebrasBackend
 
         return CerebrasBackend(
-            api_key=settings.api_key.get_secret_value(),
+            api_key=settings.api_key.get_secret_value() if settings.api_key else None,
             model=settings.model or DEFAULT_CEREBRAS_MODEL,
             base_url=_root_url(settings.base_url or CEREBRAS_BASE_URL),
             reasoning_effort=settings.reasoning_effort,

@@ -40,7 +40,7 @@ class CerebrasBackend(Backend):
     def __init__(
         self,
         *,
-        api_key: str,
+        api_key: str | None,
         model: str,
         base_url: str,
         reasoning_effort: str | None = None,

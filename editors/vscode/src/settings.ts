@@ -3,8 +3,21 @@
 /** Read by the extension itself; the server would reject it as an unknown setting. */
 export const CLIENT_ONLY_KEYS: ReadonlySet<string> = new Set(["serverPath"]);
 
-/** A workspace must not redirect the user's API key to another host or run another binary. */
-export const USER_ONLY_KEYS: ReadonlySet<string> = new Set(["serverPath", "baseUrl"]);
+/**
+ * A workspace must not redirect the user's API key to another host, run another binary or
+ * model file, or let more of the user's files and secrets leave the machine. The manifest
+ * declares each at machine scope; this also covers a workspace file VS Code would not stop.
+ */
+export const USER_ONLY_KEYS: ReadonlySet<string> = new Set([
+  "serverPath",
+  "baseUrl",
+  "apiKey",
+  "backend",
+  "exclude",
+  "defaultExcludes",
+  "redactSecrets",
+  "localModelPath",
+]);
 
 /** The part of VS Code's `WorkspaceConfiguration.inspect()` result that says who set a value. */
 export interface Inspected {
