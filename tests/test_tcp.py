@@ -49,12 +49,9 @@ class Peer:
         await self.send_bytes(json.dumps(message).encode())
 
     async def send_bytes(self, body: bytes) -> None:
-        await self.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
-
-    async def write(self, data: bytes) -> None:
         """Written if the server still reads; a connection it closed takes nothing."""
         try:
-            self.writer.write(data)
+            self.writer.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
             await self.writer.drain()
         except ConnectionError:
             pass
@@ -157,7 +154,7 @@ async def admitted(server: Listening, cerebras: CerebrasTestServer) -> Peer:
     client = await Peer.connect(server.port)
     await client.initialize({**cerebras_options(cerebras), tcp_token.OPTION: server.token})
     answer, _ = await client.answer("init")
-    assert "capabilities" in answer["result"], answer
+    assert "capabilities" in answer.get("result", {}), answer
     await client.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
     document = {"uri": URI, "languageId": "python", "version": 1, "text": TEXT}
     await client.send(
@@ -189,8 +186,9 @@ async def suggestion(
     return answer["result"]["items"][0]["insertText"], before
 
 
-async def take_over(port: int, thief: CerebrasTestServer) -> list[dict[str, Any]]:
-    """What a second process gets for pointing the session at its own server."""
+async def take_over(port: int, thief: CerebrasTestServer) -> dict[str, Any] | None:
+    """What a second process gets first for pointing the session at its own server (None:
+    the connection closed)."""
     intruder = await Peer.connect(port)
     settings = {"lspSpark": {"baseUrl": thief.base_url, "apiKey": TEST_KEY}}
     await intruder.send(
@@ -201,7 +199,7 @@ async def take_over(port: int, thief: CerebrasTestServer) -> list[dict[str, Any]
         }
     )
     await intruder.send({"jsonrpc": "2.0", "id": "steal", "method": STATS_METHOD})
-    return await intruder.rest()
+    return await intruder.next()
 
 
 async def test_the_client_with_the_token_is_served_and_a_second_connection_gets_nothing(
@@ -215,10 +213,10 @@ async def test_the_client_with_the_token_is_served_and_a_second_connection_gets_
         assert text == "a * b"
         assert told(before) == []
 
-        assert await take_over(tcp_server.port, thief) == []
+        assert await take_over(tcp_server.port, thief) is None
         second = await Peer.connect(tcp_server.port)
         await second.initialize({**cerebras_options(thief), tcp_token.OPTION: tcp_server.token})
-        assert await second.rest() == [], "not even the token admits a second client"
+        assert await second.next() is None, "not even the token admits a second client"
 
         cerebras.config.queue_replies("a + b")
         text, before = await suggestion(client, "second", line=5)
@@ -235,11 +233,12 @@ async def test_the_client_with_the_token_is_served_and_a_second_connection_gets_
     assert not tcp_server.token_file.exists()
 
 
-def refused(answers: list[dict[str, Any]], request_id: Any) -> str:
-    """The one error answer a refused connection gets: its message."""
-    assert len(answers) == 1, answers
-    assert answers[0]["id"] == request_id
-    message: str = answers[0]["error"]["message"]
+async def refused(peer: Peer, request_id: Any) -> str:
+    """The one error answer a refused connection gets before it is closed: its message."""
+    answer = await peer.next()
+    assert answer is not None and answer.get("id") == request_id and "error" in answer, answer
+    assert await peer.next() is None, "the connection is closed after the answer"
+    message: str = answer["error"]["message"]
     return message
 
 
@@ -249,24 +248,24 @@ async def test_a_connection_without_the_token_gets_one_error_and_changes_nothing
     with CerebrasTestServer(api_key=TEST_KEY) as thief:
         stranger = await Peer.connect(tcp_server.port)
         await stranger.initialize(cerebras_options(thief), request_id=1)
-        assert "without the token" in refused(await stranger.rest(), 1)
+        assert "without the token" in await refused(stranger, 1)
 
         guesser = await Peer.connect(tcp_server.port)
         wrong = "x" * len(tcp_server.token)
         await guesser.initialize({"lspSpark": {**cerebras_options(thief), "tcpToken": wrong}})
-        assert "wrong token" in refused(await guesser.rest(), "init")
+        assert "wrong token" in await refused(guesser, "init")
 
         skipper = await Peer.connect(tcp_server.port)
         await skipper.send({"jsonrpc": "2.0", "id": 5, "method": STATS_METHOD})
         await skipper.send({"jsonrpc": "2.0", "id": 6, "method": STATS_METHOD})
-        assert "must be initialize" in refused(await skipper.rest(), 5)
+        assert "must be initialize" in await refused(skipper, 5)
 
-        assert await take_over(tcp_server.port, thief) == []
+        assert await take_over(tcp_server.port, thief) is None
 
         flooder = await Peer.connect(tcp_server.port)
-        await flooder.write(b"Content-Length: %d\r\n\r\n" % (2 * UNADMITTED_BYTES))
-        await flooder.write(b"[" * (UNADMITTED_BYTES + 1))
-        assert await flooder.rest() == []
+        padding = "x" * UNADMITTED_BYTES
+        await flooder.initialize({tcp_token.OPTION: tcp_server.token, "padding": padding})
+        assert await flooder.next() is None
 
         client = await admitted(tcp_server, cerebras)
         cerebras.config.queue_replies("a * b")
