@@ -447,8 +447,13 @@ class SparkServer(LanguageServer):
         self.files.close(uri)
 
     def client_left(self) -> None:
-        """A TCP client gone without `exit` ends its session: its documents close, and the
-        next client starts over with `initialize`, as a restarted editor does."""
+        """A TCP client gone without `exit` ends its session: its requests in flight stop
+        (their answers, under ids the next client may reuse, must not reach it), its
+        documents close, and the next client starts over with `initialize`, as a restarted
+        editor does."""
+        self.hot.cancel_all()
+        for future in list(self.protocol._request_futures.values()):
+            future.cancel()
         for uri in [document.uri for document in self.files.documents]:
             self.close_document(uri)
         self.protocol.running = self.protocol.shutdown_requested = False

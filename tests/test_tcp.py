@@ -24,8 +24,16 @@ import pytest_asyncio
 from lsp_spark import tcp_token
 from lsp_spark.stats import STATS_METHOD
 from lsp_spark.testing.cerebras_server import CerebrasTestServer
-from lsp_spark.transport import UNADMITTED_BYTES
-from tests.conftest import SERVER_COMMAND, SERVER_ENV, TEST_KEY, cerebras_options
+from lsp_spark.transport import MAX_WAITING, UNADMITTED_BYTES
+from tests.conftest import (
+    QUIET,
+    SEEN,
+    SERVER_COMMAND,
+    SERVER_ENV,
+    TEST_KEY,
+    cerebras_options,
+    eventually,
+)
 
 GUARD = 60.0
 """Seconds any read waits at most: a guard against hanging, never what a test asserts."""
@@ -152,7 +160,9 @@ async def tcp_server(tmp_path: Path) -> AsyncIterator[Listening]:
 async def admitted(server: Listening, cerebras: CerebrasTestServer) -> Peer:
     """A client with the token, initialized, with one document open."""
     client = await Peer.connect(server.port)
-    await client.initialize({**cerebras_options(cerebras), tcp_token.OPTION: server.token})
+    # No request ends on its own while a test holds its stream (QUIET): only cancelling does.
+    options = cerebras_options(cerebras, requestTimeoutMs=120_000)
+    await client.initialize({**options, tcp_token.OPTION: server.token})
     answer, _ = await client.answer("init")
     assert "capabilities" in answer.get("result", {}), answer
     await client.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
@@ -172,16 +182,20 @@ def told(before: list[dict[str, Any]]) -> list[str]:
     ]
 
 
-async def suggestion(
-    client: Peer, request_id: str, line: int = 1
-) -> tuple[str, list[dict[str, Any]]]:
-    """The suggestion after `return ` on `line`."""
+def inline_request(request_id: str, line: int) -> dict[str, Any]:
     params = {
         "textDocument": {"uri": URI},
         "position": {"line": line, "character": 11},
         "context": {"triggerKind": 2},
     }
-    await client.send({"jsonrpc": "2.0", "id": request_id, "method": INLINE, "params": params})
+    return {"jsonrpc": "2.0", "id": request_id, "method": INLINE, "params": params}
+
+
+async def suggestion(
+    client: Peer, request_id: str, line: int = 1
+) -> tuple[str, list[dict[str, Any]]]:
+    """The suggestion after `return ` on `line`."""
+    await client.send(inline_request(request_id, line))
     answer, before = await client.answer(request_id)
     return answer["result"]["items"][0]["insertText"], before
 
@@ -267,6 +281,11 @@ async def test_a_connection_without_the_token_gets_one_error_and_changes_nothing
         await flooder.initialize({tcp_token.OPTION: tcp_server.token, "padding": padding})
         assert await flooder.next() is None
 
+        idle = [await Peer.connect(tcp_server.port) for _ in range(MAX_WAITING + 1)]
+        assert await idle[0].next() is None, "the oldest of too many idle connections closes"
+        for peer in idle[1:]:
+            peer.writer.close()
+
         client = await admitted(tcp_server, cerebras)
         cerebras.config.queue_replies("a * b")
         assert (await suggestion(client, "first"))[0] == "a * b"
@@ -280,7 +299,13 @@ async def test_a_client_that_leaves_frees_the_place_for_the_next(
     first = await admitted(tcp_server, cerebras)
     cerebras.config.queue_replies("a * b")
     assert (await suggestion(first, "first"))[0] == "a * b"
+    cerebras.config.tokens_per_second = 1 / QUIET  # the first token at once, the next not
+    cerebras.config.queue_replies("a - b - a - b")
+    await first.send(inline_request("again", line=5))
+    assert await eventually(cerebras, lambda: len(cerebras.completion_requests) == 2, SEEN)
     await first.leave()
+    assert await eventually(cerebras, lambda: cerebras.completion_requests[1].client_hung_up, SEEN)
+    cerebras.config.tokens_per_second = None
 
     second = await admitted(tcp_server, cerebras)
     cerebras.config.queue_replies("a + b")
