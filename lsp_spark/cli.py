@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import ipaddress
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lsp_spark import __version__
 
-LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+if TYPE_CHECKING:
+    from lsp_spark.tcp_token import TcpToken
 
 
 def _host_port(value: str) -> tuple[str, int]:
@@ -28,7 +32,26 @@ def _parser() -> argparse.ArgumentParser:
 
     serve = commands.add_parser("serve", help="run the language server (the default)")
     serve.add_argument("--stdio", action="store_true", help="talk over stdin/stdout (default)")
-    serve.add_argument("--tcp", type=_host_port, metavar="HOST:PORT", help="listen on TCP")
+    serve.add_argument(
+        "--tcp",
+        type=_host_port,
+        metavar="HOST:PORT",
+        help="listen on TCP, for the client whose initialize carries the token "
+        "(initializationOptions.tcpToken)",
+    )
+    serve.add_argument(
+        "--token-file",
+        type=Path,
+        help="with --tcp: the token, from this file (readable by you alone), or written to it "
+        "when it does not exist (default: LSP_SPARK_TCP_TOKEN, else a new token written to "
+        "tcp-PORT.token in your runtime directory)",
+    )
+    serve.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="with --tcp: listen on a host that is not loopback (the token, still required, "
+        "crosses the network unencrypted)",
+    )
     serve.add_argument("--log-file", type=Path, help="also write the log to this file")
 
     complete = commands.add_parser("complete", help="print the suggestion for a file position")
@@ -52,10 +75,25 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    arguments = _parser().parse_args(argv)
+    parser = _parser()
+    arguments = parser.parse_args(argv)
     command = arguments.command or "serve"
     if command == "serve":
-        _serve(getattr(arguments, "tcp", None), getattr(arguments, "log_file", None))
+        tcp = getattr(arguments, "tcp", None)
+        if tcp is not None and not _is_loopback(tcp[0]) and not arguments.allow_remote:
+            parser.error(
+                f"--tcp {tcp[0]}: not a loopback address; anyone who can reach it could try "
+                "tokens (pass --allow-remote to listen there anyway)"
+            )
+        token = None
+        if tcp is not None:
+            from lsp_spark.tcp_token import TokenError, obtain
+
+            try:
+                token = obtain(arguments.token_file, os.environ)
+            except TokenError as error:
+                parser.error(str(error))
+        _serve(tcp, token, getattr(arguments, "log_file", None))
     elif command == "complete":
         from lsp_spark.commands import complete
 
@@ -74,7 +112,16 @@ def main(argv: Sequence[str] | None = None) -> None:
         sys.exit(asyncio.run(doctor()))
 
 
-def _serve(tcp: tuple[str, int] | None, log_file: Path | None) -> None:
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _serve(tcp: tuple[str, int] | None, token: TcpToken | None, log_file: Path | None) -> None:
     handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
     if log_file is not None:
         handlers.append(logging.FileHandler(log_file))
@@ -83,10 +130,28 @@ def _serve(tcp: tuple[str, int] | None, log_file: Path | None) -> None:
         handlers=handlers,
         format="%(asctime)s %(name)s %(levelname)s %(message)s",
     )
-    logging.getLogger("lsp_spark").setLevel(logging.INFO)
+    log = logging.getLogger("lsp_spark")
+    log.setLevel(logging.INFO)
     from lsp_spark.server import server
-    from lsp_spark.transport import serve
+    from lsp_spark.tcp_token import TokenError
+    from lsp_spark.transport import Tcp, serve
 
-    if tcp is not None and tcp[0] not in LOOPBACK_HOSTS:
-        logging.getLogger("lsp_spark").warning("listening on %s: not a loopback address", tcp[0])
-    serve(server, server.hot.take, tcp)
+    if tcp is None or token is None:
+        serve(server, server.hot.take)
+        return
+
+    def listening(port: int) -> None:
+        host = tcp[0]
+        if not _is_loopback(host):
+            log.warning("listening on %s: not a loopback address", host)
+        try:
+            published = token.publish(port)
+        except TokenError as error:
+            raise SystemExit(f"lsp-spark: {error}") from error
+        where = f"the token in {published}" if published else "the token it was given"
+        log.info("listening on %s:%d for the client that presents %s", host, port, where)
+
+    try:
+        serve(server, server.hot.take, Tcp(*tcp, token.value, listening, server.client_left))
+    finally:
+        token.withdraw()

@@ -131,6 +131,11 @@ class HotPath:
     def pending(self) -> int:
         return len(self._running)
 
+    def cancel_all(self) -> None:
+        """Stop every request in flight (their client has gone)."""
+        for task in list(self._running.values()):
+            cancel_once(task)
+
     def take(self, message: dict[str, Any]) -> bool:
         if not self._server.protocol.running:
             return False  # SparkProtocol applies the lifecycle to everything else

@@ -450,6 +450,24 @@ class SparkServer(LanguageServer):
         await self.engine.configure(loaded)
         self.review.configure()
 
+    def close_document(self, uri: str) -> None:
+        self.engine.forget(uri)
+        self.next_edits.forget(uri)
+        self.review.closed(uri)
+        self.files.close(uri)
+
+    def client_left(self) -> None:
+        """A TCP client gone without `exit` ends its session: its requests in flight stop
+        (their answers, under ids the next client may reuse, must not reach it), its
+        documents close, and the next client starts over with `initialize`, as a restarted
+        editor does."""
+        self.hot.cancel_all()
+        for future in list(self.protocol._request_futures.values()):
+            future.cancel()
+        for uri in [document.uri for document in self.files.documents]:
+            self.close_document(uri)
+        self.protocol.running = self.protocol.shutdown_requested = False
+
     def locate(self, uri: str, line: int, character: int) -> Cursor | None:
         """Where a client position falls in an open document; None for an unknown one."""
         document = self.files.documents.get(uri)
@@ -698,10 +716,7 @@ def did_save(ls: SparkServer, params: types.DidSaveTextDocumentParams) -> None:
 
 @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
 def did_close(ls: SparkServer, params: types.DidCloseTextDocumentParams) -> None:
-    ls.engine.forget(params.text_document.uri)
-    ls.next_edits.forget(params.text_document.uri)
-    ls.review.closed(params.text_document.uri)
-    ls.files.close(params.text_document.uri)
+    ls.close_document(params.text_document.uri)
 
 
 @server.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())

@@ -12,6 +12,7 @@ the spec asks for are sent.
 from __future__ import annotations
 
 import asyncio
+import hmac
 import json
 import logging
 import os
@@ -20,6 +21,7 @@ import stat
 import sys
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, BinaryIO, cast
 
 from pygls.exceptions import (
@@ -31,6 +33,9 @@ from pygls.exceptions import (
 from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import JsonRPCProtocol
+
+from lsp_spark import tcp_token
+from lsp_spark.settings import SETTINGS_SECTION
 
 log = logging.getLogger(__name__)
 
@@ -50,14 +55,34 @@ ID_VALUE = re.compile(rb'\s*:\s*("(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d
 """After a member's name: its value, when that is a string or a number."""
 OPENING, CLOSING = (b"{", b"["), (b"}", b"]")
 NO_ID = object()
+MAX_WAITING = 8
+"""TCP connections kept open before they send `initialize`; a ninth closes the oldest."""
+UNADMITTED_BYTES = 1024 * 1024
+"""What a TCP connection may send before it is admitted: an `initialize` is far smaller."""
+UNADMITTED = (
+    "lsp-spark over TCP serves the client whose initialize carries its token in "
+    "initializationOptions.tcpToken"
+)
+INITIALIZE = "initialize"
 
 Shortcut = Callable[[dict[str, Any]], bool]
 """Handles a well-formed message itself, or says it did not (the hot path)."""
 
 
-def serve(
-    server: LanguageServer, shortcut: Shortcut | None = None, tcp: tuple[str, int] | None = None
-) -> None:
+@dataclass(frozen=True)
+class Tcp:
+    """Where to listen, the token a client presents, and whom to tell as things happen."""
+
+    host: str
+    port: int
+    token: str
+    listening: Callable[[int], None]
+    """Told the port once it accepts connections (the one chosen for port 0)."""
+    client_left: Callable[[], None]
+    """Told when the admitted client's connection ends."""
+
+
+def serve(server: LanguageServer, shortcut: Shortcut | None = None, tcp: Tcp | None = None) -> None:
     """Run `server` over this process's stdin and stdout until the client closes stdin, or
     on TCP, until a client sends `exit`; messages `shortcut` takes never reach pygls. The
     SystemExit that `exit` raises carries on, so the process exits with the code the LSP
@@ -67,7 +92,7 @@ def serve(
         server.protocol.set_writer(StdoutWriter(sys.stdout.buffer))
         serving = _serve(server, sys.stdin.buffer, shortcut)
     else:
-        serving = _serve_tcp(server, *tcp, shortcut)
+        serving = _serve_tcp(server, tcp, shortcut)
     try:
         asyncio.run(serving)
     except BrokenPipeError:
@@ -100,21 +125,15 @@ async def _serve(server: LanguageServer, stdin: BinaryIO, shortcut: Shortcut | N
     await framer.finished
 
 
-async def _serve_tcp(
-    server: LanguageServer, host: str, port: int, shortcut: Shortcut | None
-) -> None:
-    """Clients connect one after another (an editor that restarts connects again), and each
-    connection is read exactly as stdin is: the same framing, the same shortcut."""
+async def _serve_tcp(server: LanguageServer, tcp: Tcp, shortcut: Shortcut | None) -> None:
+    """Clients connect one after another (an editor that restarts connects again); the
+    admitted one is read exactly as stdin is: the same framing, the same shortcut."""
     stop = server._stop_event
     assert stop is not None
-    protocol = server.protocol
-
-    class Connection(Framer):
-        def connection_made(self, transport: asyncio.BaseTransport) -> None:
-            protocol.set_writer(cast(asyncio.Transport, transport))
-
+    gate = Gate(server.protocol, stop, shortcut, tcp)
     loop = asyncio.get_running_loop()
-    listener = await loop.create_server(lambda: Connection(protocol, stop, shortcut), host, port)
+    listener = await loop.create_server(lambda: Connection(gate), tcp.host, tcp.port)
+    tcp.listening(listener.sockets[0].getsockname()[1])
     async with listener:
         await listener.serve_forever()
 
@@ -187,9 +206,13 @@ class Framer(asyncio.Protocol):
             body = bytes(buffer[:length])
             del buffer[:length]
             self._length, self._in_body = None, False
-            if not dispatch(self._protocol, body, self._shortcut) and buffer:
+            if not self._message(body) and buffer:
                 self._resume = asyncio.get_running_loop().call_soon(self._drain)
                 return
+
+    def _message(self, body: bytes) -> bool:
+        """Handle one message; True when nothing of it is left to run on the loop."""
+        return dispatch(self._protocol, body, self._shortcut)
 
     def _header(self, line: bytes) -> None:
         if self._length is None:
@@ -200,6 +223,134 @@ class Framer(asyncio.Protocol):
                 log.warning("skipping %d bytes that are not a message header", len(line))
         elif not line.strip():
             self._in_body = True
+
+
+class Gate:
+    """Admits one TCP client at a time: the first whose `initialize` carries the token.
+
+    Until then a connection has no writer of the session's and reaches nothing: its first
+    message must be that `initialize`, and anything else (another message first, no token
+    or a wrong one, more than UNADMITTED_BYTES) gets one error answer, for a request, and
+    the connection closed. While a client is admitted every other connection is closed as
+    it arrives, unread. When the admitted client leaves, the next may be admitted.
+    """
+
+    def __init__(
+        self,
+        protocol: JsonRPCProtocol,
+        stop: threading.Event,
+        shortcut: Shortcut | None,
+        tcp: Tcp,
+    ) -> None:
+        self.protocol, self.stop, self.shortcut = protocol, stop, shortcut
+        self._token = tcp.token.encode()
+        self._client_left = tcp.client_left
+        self._client: Connection | None = None
+        self._waiting: dict[Connection, None] = {}
+        """Connections not admitted yet, oldest first."""
+
+    def arrived(self, connection: Connection) -> None:
+        if self._client is not None:
+            log.warning("refused a TCP connection: another client is connected")
+            connection.refuse()
+            return
+        self._waiting[connection] = None
+        if len(self._waiting) > MAX_WAITING:
+            oldest = next(iter(self._waiting))
+            log.warning("closed a TCP connection that had not sent initialize")
+            oldest.refuse()
+
+    def admit(self, connection: Connection, body: bytes) -> bool:
+        """Admit `connection` if `body` is an `initialize` with the token, and hand that on
+        without the token; refuse it otherwise. True when nothing is left to run."""
+        try:
+            data = json.loads(body)
+        except (ValueError, RecursionError):
+            data = None
+        problem, message_id = _envelope_problem(data)
+        is_request = isinstance(data, dict) and "id" in data
+        if problem is not None or not is_request or data.get("method") != INITIALIZE:
+            log.warning("refused a TCP client: its first message is not initialize")
+            answer_to = message_id if is_request else NO_ID
+            connection.refuse(answer_to, f"{UNADMITTED}: the first message must be initialize")
+            return True
+        presented = _take_token(data)
+        if presented is None or not hmac.compare_digest(presented.encode(), self._token):
+            why = "without the token" if presented is None else "with a wrong token"
+            log.warning("refused a TCP client: initialize came %s", why)
+            connection.refuse(message_id, f"{UNADMITTED}: initialize came {why}")
+            return True
+        self.forget(connection)
+        for other in list(self._waiting):
+            other.refuse()
+        self._client = connection
+        connection.admitted = True
+        self.protocol.set_writer(connection.transport)
+        return dispatch(self.protocol, json.dumps(data).encode(), self.shortcut)
+
+    def forget(self, connection: Connection) -> None:
+        self._waiting.pop(connection, None)
+
+    def left(self, connection: Connection) -> None:
+        self.forget(connection)
+        if self._client is connection:
+            self._client = None
+            self.protocol.writer = None
+            self._client_left()
+
+
+class Connection(Framer):
+    """One TCP connection: framed as stdin is, through the gate until it is admitted."""
+
+    def __init__(self, gate: Gate) -> None:
+        super().__init__(gate.protocol, gate.stop, gate.shortcut)
+        self._gate = gate
+        self.transport: asyncio.Transport
+        self.admitted = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)
+        self._gate.arrived(self)
+
+    def data_received(self, data: bytes) -> None:
+        if not self.admitted and len(self._buffer) + len(data) > UNADMITTED_BYTES:
+            log.warning("refused a TCP client: over %d bytes before initialize", UNADMITTED_BYTES)
+            self.refuse()
+            return
+        super().data_received(data)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        super().connection_lost(exc)
+        self._gate.left(self)
+
+    def _message(self, body: bytes) -> bool:
+        if self.admitted:
+            return super()._message(body)
+        return self._gate.admit(self, body)
+
+    def refuse(self, message_id: Any = NO_ID, problem: str = "") -> None:
+        """Close the connection, after an error answer to the request `message_id`."""
+        self._gate.forget(self)
+        self._finish()
+        if message_id is not NO_ID:
+            error = {"code": JsonRpcInvalidRequest.CODE, "message": problem}
+            body = json.dumps({"jsonrpc": "2.0", "id": message_id, "error": error})
+            self.transport.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body.encode()))
+        self.transport.close()
+
+
+def _take_token(request: dict[str, Any]) -> str | None:
+    """Remove the token from an `initialize` request's options (at the top or in our
+    section), so that it never reaches the settings or a log; the token, if a string."""
+    params = request.get("params")
+    options = params.get("initializationOptions") if isinstance(params, dict) else None
+    if not isinstance(options, dict):
+        return None
+    presented = options.pop(tcp_token.OPTION, None)
+    section = options.get(SETTINGS_SECTION)
+    if isinstance(section, dict) and tcp_token.OPTION in section:
+        presented = section.pop(tcp_token.OPTION)
+    return presented if isinstance(presented, str) else None
 
 
 def dispatch(protocol: JsonRPCProtocol, body: bytes, shortcut: Shortcut | None = None) -> bool:

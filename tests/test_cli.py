@@ -16,6 +16,7 @@ from lsp_spark.testing.cerebras_server import CerebrasTestServer
 from tests.conftest import SERVER_ENV, TEST_KEY, StartSpark, cerebras_options
 
 COMMAND = [sys.executable, "-m", "lsp_spark"]
+EDITOR_TOKEN = "a-token-the-editor-made"
 
 
 def loopback_env(server: CerebrasTestServer) -> dict[str, str]:
@@ -91,7 +92,7 @@ async def test_serve_over_tcp(cerebras: CerebrasTestServer) -> None:
         "serve",
         "--tcp",
         f"127.0.0.1:{port}",
-        env=SERVER_ENV,
+        env=SERVER_ENV | {"LSP_SPARK_TCP_TOKEN": EDITOR_TOKEN},
         stderr=asyncio.subprocess.DEVNULL,
     )
     client = LanguageClient("tcp-test", "1")
@@ -110,7 +111,7 @@ async def test_serve_over_tcp(cerebras: CerebrasTestServer) -> None:
         result = await client.initialize_async(
             types.InitializeParams(
                 capabilities=types.ClientCapabilities(),
-                initialization_options=cerebras_options(cerebras),
+                initialization_options=cerebras_options(cerebras, tcpToken=EDITOR_TOKEN),
             )
         )
         assert result.capabilities.inline_completion_provider is not None
