@@ -122,6 +122,7 @@ class NextEditService:
         if self.workspace.excluded(uri):
             return
         self.history.record(uri, first, old, new)
+        self.stats.next_edit.history_rows = self.history.rows()
         self._cancel(uri)
         prediction = self._predictions.get(uri)
         if prediction is not None and self._follow(prediction, first, old, new):
@@ -169,6 +170,7 @@ class NextEditService:
         self._unfocused_edits.pop(uri, None)
         self._predictions.pop(uri, None)
         self.history.forget(uri)
+        self.stats.next_edit.history_rows = self.history.rows()
         self.problems.pop(uri, None)
 
     def set_problems(self, uri: str, diagnostics: Sequence[Any]) -> None:
