@@ -13,6 +13,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 from pygls.lsp.client import LanguageClient
 
+from lsp_spark.nextedit.engine import UNOPENED_WITH_PROBLEMS
 from lsp_spark.nextedit.history import EDITS_KEPT, ROWS_KEPT
 from lsp_spark.testing.cerebras_server import CerebrasTestServer
 from lsp_spark.testing.nextedit_model import is_next_edit_request, scripted_reply
@@ -304,6 +305,22 @@ async def test_a_substitution_over_the_whole_file_leaves_the_history_small(spark
         client.text_document_did_close(
             types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri))
         )
+
+
+async def test_diagnostics_of_files_never_opened_do_not_pile_up(spark: Spark) -> None:
+    """An editor reporting diagnostics for a whole project: the server keeps those of the
+    few files not open it heard of last, not every one."""
+    client, _, _ = spark
+    before = (await stats(client))["nextEdit"]["documentsWithProblems"]
+    problem = {
+        "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 1}},
+        "message": "unused import",
+    }
+    for index in range(3 * UNOPENED_WITH_PROBLEMS):
+        uri = f"file:///work/never-opened{index}.py"
+        client.protocol.notify("lspSpark/diagnostics", {"uri": uri, "diagnostics": [problem]})
+    after = (await stats(client))["nextEdit"]["documentsWithProblems"]
+    assert UNOPENED_WITH_PROBLEMS <= after <= before + UNOPENED_WITH_PROBLEMS
 
 
 async def test_a_model_that_writes_the_whole_file_again_is_understood(spark: Spark) -> None:

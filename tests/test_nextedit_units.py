@@ -11,7 +11,7 @@ from lsp_spark.backends import create_backend
 from lsp_spark.backends.holder import BackendHolder
 from lsp_spark.backends.local import LocalBackend
 from lsp_spark.nextedit import history as history_module
-from lsp_spark.nextedit.engine import NextEditService
+from lsp_spark.nextedit.engine import UNOPENED_WITH_PROBLEMS, NextEditService
 from lsp_spark.nextedit.history import CONTEXT_ROWS, EDITS_KEPT, ROWS_KEPT, Edit, EditHistory
 from lsp_spark.nextedit.hunks import Hunk, hunks_between
 from lsp_spark.nextedit.prompt import (
@@ -274,3 +274,24 @@ def test_an_answer_unlike_the_region_is_not_taken_for_it() -> None:
     """A model that answers anything else (a completion, an explanation) edits nothing."""
     assert parse_answer("return a + b", 9, REGION, 1) == []
     assert parse_answer("The next edit renames width.", 9, REGION, 1) == []
+
+
+def test_diagnostics_of_documents_never_opened_are_kept_for_a_few_only() -> None:
+    """An editor reporting a whole project's diagnostics: those of open documents stay
+    until the document closes, of the others only the newest UNOPENED_WITH_PROBLEMS."""
+    workspace = Workspace()
+    workspace.open("file:///open.py", "python", 1, "x = 1\n")
+    holder = BackendHolder(lambda message, error: None)
+    stats = Stats()
+    service = NextEditService(workspace, holder, stats, lambda document, row, column: "")
+    problem = {"range": {"start": {"line": 0, "character": 0}}, "message": "unused"}
+    service.set_problems("file:///open.py", [problem])
+    for index in range(10 * UNOPENED_WITH_PROBLEMS):
+        service.set_problems(f"file:///never{index}.py", [problem] * 3)
+        service.add_problems(f"file:///acted{index}.py", [problem])
+    assert len(service.problems) == 1 + UNOPENED_WITH_PROBLEMS
+    assert stats.next_edit.documents_with_problems == len(service.problems)
+    assert service.problems["file:///open.py"] == [problem]
+    assert f"file:///acted{10 * UNOPENED_WITH_PROBLEMS - 1}.py" in service.problems
+    service.forget("file:///open.py")
+    assert "file:///open.py" not in service.problems
