@@ -295,7 +295,12 @@ async def test_a_substitution_over_the_whole_file_leaves_the_history_small(spark
     edit_text(client, uri, 3, (901, 10), (901, 10), "x")
     try:
         assert await ask(client, uri, 901, 11) == []
-        [request] = [r for r in cerebras.completion_requests if is_next_edit_request(r.body)]
+
+        def predicted() -> list[Any]:
+            return [r for r in cerebras.completion_requests if is_next_edit_request(r.body)]
+
+        await cerebras.wait_for_async(lambda: len(predicted()) == 1, SEEN)
+        [request] = predicted()
         prompt = request.body["messages"][-1]["content"]
         assert "-def scale(value, factor):\n+def scale(amount, factor):" in prompt
         assert "…" in prompt
