@@ -56,6 +56,7 @@ bench: install peers editors
 	$(BIN)/python benchmarks/bench_cold.py
 	$(BIN)/python benchmarks/edit_tasks.py
 	$(BIN)/python benchmarks/hostile.py
+	$(BIN)/python benchmarks/nextedit_scale.py
 	$(BIN)/python benchmarks/replay.py
 	$(BIN)/python benchmarks/editor_neovim.py
 	$(BIN)/python benchmarks/editor_emacs.py

@@ -88,6 +88,10 @@ class NextEditStats:
     accepted: int = 0
     cancelled: int = 0
     contradicted: int = 0
+    history_rows: int = 0
+    """Rows the edit history holds now (bounded, however large the edits were)."""
+    documents_with_problems: int = 0
+    """Documents whose editor diagnostics are kept now (bounded for those never opened)."""
     latencies_ms: deque[float] = field(default_factory=lambda: deque(maxlen=WINDOW))
     """From asking the model to a prediction with edits."""
 
@@ -106,6 +110,8 @@ class NextEditStats:
             "accepted": self.accepted,
             "cancelled": self.cancelled,
             "contradicted": self.contradicted,
+            "historyRows": self.history_rows,
+            "documentsWithProblems": self.documents_with_problems,
             "latencyMs": _latency_summary(self.latencies_ms),
         }
 

@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from lsp_spark.nextedit.history import EDITS_KEPT, ROWS_KEPT
+
 ROOT = Path(__file__).resolve().parents[1]
 BENCHMARKS = ROOT / "benchmarks"
 RUN_TIMEOUT = 100.0
@@ -213,6 +215,26 @@ def test_nextedit_reference_walks_each_case_to_the_expected_file(tmp_path: Path)
         assert run["exact"] == 1.0, run["failures"]
         assert run["firstEditMsP50"] is not None
         assert run["predictions"] >= 2
+
+
+def test_nextedit_scale_answers_every_keystroke_after_each_whole_file_change(
+    tmp_path: Path,
+) -> None:
+    """Each shape's keystrokes, before and after its whole-file change, all get their stats
+    and completion answers, predictions run, and the history ends bounded."""
+    report = run_tiny("nextedit_scale", tmp_path / "nextedit_scale.json")
+    assert report["loopbackErrors"] == []
+    shapes = report["shapes"]
+    assert [shape["shape"] for shape in shapes] == ["substitution", "repeated", "argparse reformat"]
+    for shape in shapes:
+        assert shape["linesChanged"] > shape["lines"] // 2
+        for phase in ("before", "after"):
+            counts = shape[phase]
+            assert counts["statsAnswered"] == counts["keystrokes"] == report["keystrokes"] > 0
+            assert counts["completionsAnswered"] == counts["keystrokes"]
+            assert counts["statsMs"]["p50"] is not None
+        assert shape["predictions"] > 0
+        assert 0 < shape["historyRows"] <= EDITS_KEPT * 2 * ROWS_KEPT
 
 
 def test_edit_tasks_get_their_edits_both_ways_of_asking(tmp_path: Path) -> None:

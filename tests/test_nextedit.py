@@ -13,6 +13,8 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 from pygls.lsp.client import LanguageClient
 
+from lsp_spark.nextedit.engine import UNOPENED_WITH_PROBLEMS
+from lsp_spark.nextedit.history import EDITS_KEPT, ROWS_KEPT
 from lsp_spark.testing.cerebras_server import CerebrasTestServer
 from lsp_spark.testing.nextedit_model import is_next_edit_request, scripted_reply
 from tests.conftest import QUIET, SEEN, TEST_KEY, cerebras_options, edit_text, open_document
@@ -272,6 +274,58 @@ async def test_the_editors_diagnostics_reach_the_prompt_and_tokens_are_counted(
     after = (await stats(client))["nextEdit"]
     assert after["predictions"] == before["predictions"] + 1
     assert after["outputTokens"] > before["outputTokens"]
+
+
+async def test_a_substitution_over_the_whole_file_leaves_the_history_small(spark: Spark) -> None:
+    """`:%s/value/amount/g` over 1,800 lines, sent as one change of the whole text, then a
+    keystroke: the prediction's prompt shows the substitution's first lines, cut, and the
+    history holds a bounded record, not the file twice over."""
+    client, cerebras, uri = spark
+    cerebras.config.reply_fn = lambda request: "<none/>" if is_next_edit_request(request) else ""
+    block = ["def scale(value, factor):", "    if factor is None:", "        return value", ""]
+    text = "\n".join(block * 450) + "\n"
+    open_document(client, text, uri)
+    changed = text.replace("value", "amount")
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+            [types.TextDocumentContentChangeWholeDocument(changed)],
+        )
+    )
+    edit_text(client, uri, 3, (901, 10), (901, 10), "x")
+    try:
+        assert await ask(client, uri, 901, 11) == []
+
+        def predicted() -> list[Any]:
+            return [r for r in cerebras.completion_requests if is_next_edit_request(r.body)]
+
+        await cerebras.wait_for_async(lambda: len(predicted()) == 1, SEEN)
+        [request] = predicted()
+        prompt = request.body["messages"][-1]["content"]
+        assert "-def scale(value, factor):\n+def scale(amount, factor):" in prompt
+        assert "…" in prompt
+        rows = (await stats(client))["nextEdit"]["historyRows"]
+        assert rows <= EDITS_KEPT * 2 * ROWS_KEPT, "each record holds ROWS_KEPT rows a side"
+    finally:
+        client.text_document_did_close(
+            types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri))
+        )
+
+
+async def test_diagnostics_of_files_never_opened_do_not_pile_up(spark: Spark) -> None:
+    """An editor reporting diagnostics for a whole project: the server keeps those of the
+    few files not open it heard of last, not every one."""
+    client, _, _ = spark
+    before = (await stats(client))["nextEdit"]["documentsWithProblems"]
+    problem = {
+        "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 1}},
+        "message": "unused import",
+    }
+    for index in range(3 * UNOPENED_WITH_PROBLEMS):
+        uri = f"file:///work/never-opened{index}.py"
+        client.protocol.notify("lspSpark/diagnostics", {"uri": uri, "diagnostics": [problem]})
+    after = (await stats(client))["nextEdit"]["documentsWithProblems"]
+    assert UNOPENED_WITH_PROBLEMS <= after <= before + UNOPENED_WITH_PROBLEMS
 
 
 async def test_a_model_that_writes_the_whole_file_again_is_understood(spark: Spark) -> None:

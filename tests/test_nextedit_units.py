@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import random
+from difflib import SequenceMatcher
 
 import pytest
 
 from lsp_spark.backends import create_backend
 from lsp_spark.backends.holder import BackendHolder
 from lsp_spark.backends.local import LocalBackend
-from lsp_spark.nextedit.engine import NextEditService
-from lsp_spark.nextedit.history import EditHistory
+from lsp_spark.nextedit import history as history_module
+from lsp_spark.nextedit.engine import UNOPENED_WITH_PROBLEMS, NextEditService
+from lsp_spark.nextedit.history import CONTEXT_ROWS, EDITS_KEPT, ROWS_KEPT, Edit, EditHistory
 from lsp_spark.nextedit.hunks import Hunk, hunks_between
 from lsp_spark.nextedit.prompt import (
     CURSOR,
@@ -53,6 +55,84 @@ def test_an_edit_undone_by_typing_shows_no_diff() -> None:
     history.record("file:///a.py", 0, ["abc"], ["ab"])
     history.record("file:///a.py", 0, ["ab"], ["abc"])
     assert history.diffs({"file:///a.py": "a.py"}) == []
+
+
+def _repeated_rows(count: int) -> list[str]:
+    """One function over and over: the shape whose line diff costs most (lines repeat)."""
+    block = [
+        "def scale(value, factor):",
+        "    if factor is None:",
+        "        return value",
+        "    return value * factor",
+        "",
+    ]
+    return (block * (count // len(block) + 1))[:count]
+
+
+@pytest.fixture
+def counted(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
+    """The rows each diff the history writes is asked to compare."""
+    compared: list[tuple[int, int]] = []
+
+    def counting(isjunk: None, a: list[str], b: list[str], autojunk: bool) -> SequenceMatcher[str]:
+        compared.append((len(a), len(b)))
+        return SequenceMatcher(isjunk, a, b, autojunk)
+
+    monkeypatch.setattr(history_module, "SequenceMatcher", counting)
+    return compared
+
+
+def test_a_whole_file_change_keeps_a_bounded_record_diffed_once_per_change(
+    counted: list[tuple[int, int]],
+) -> None:
+    """`:%s` over 3,000 repeated lines, then keystrokes and a prediction after each: the
+    record holds at most ROWS_KEPT rows a side, each diff compares no more, and only the
+    record a keystroke changed is diffed again."""
+    history = EditHistory()
+    old = _repeated_rows(3000)
+    new = [line.replace("value", "amount") for line in old]
+    history.record("file:///a.py", 0, old, new)
+    names = {"file:///a.py": "a.py"}
+    [diff] = history.diffs(names)
+    assert diff.splitlines()[2].startswith("@@ -1,")
+    assert diff.splitlines()[3:5] == ["-def scale(value, factor):", "+def scale(amount, factor):"]
+    assert diff.endswith("\n…"), "a cut record says there is more"
+    row = 1500
+    line = new[row]
+    for typed in ("x", "y", "z"):
+        history.record("file:///a.py", row, [line], [line + typed])
+        line += typed
+        history.diffs(names)
+    assert history.rows() <= 2 * ROWS_KEPT + 2
+    assert history.latest("file:///a.py") == Edit("file:///a.py", row, [new[row]], [line])
+    assert all(max(rows) <= ROWS_KEPT for rows in counted), counted
+    assert len(counted) == 1 + 3, "one diff per change, none for a record left as it was"
+
+
+def test_a_whole_file_change_that_altered_one_line_is_recorded_as_that_line() -> None:
+    """An editor sending the whole text for a keystroke, or a reload that changed one line."""
+    history = EditHistory()
+    old = _repeated_rows(3000)
+    new = [*old[:1000], "def scale(amount, factor):", *old[1001:]]
+    history.record("file:///a.py", 0, old, new)
+    assert history.rows() == 2 * (1 + 2 * CONTEXT_ROWS)
+    [diff] = history.diffs({"file:///a.py": "a.py"})
+    assert "@@ -1000,3 +1000,3 @@" in diff
+    assert "-def scale(value, factor):\n+def scale(amount, factor):" in diff
+    history.record("file:///a.py", 0, new, new)
+    assert history.latest("file:///a.py") is not None
+    assert history.rows() == 2 * (1 + 2 * CONTEXT_ROWS), "a change that changed nothing"
+
+
+def test_typing_a_long_block_line_by_line_splits_it_into_bounded_records() -> None:
+    history = EditHistory()
+    for row in range(3 * ROWS_KEPT):
+        history.record("file:///a.py", row, [""], [f"x{row} = {row}", ""])
+        assert history.rows() <= EDITS_KEPT * 2 * ROWS_KEPT
+    latest = history.latest("file:///a.py")
+    assert latest is not None
+    assert len(latest.after) <= ROWS_KEPT
+    assert sum(1 for _ in history.diffs({"file:///a.py": "a.py"})) >= 3
 
 
 def test_the_region_is_numbered_with_the_cursor_marked() -> None:
@@ -194,3 +274,24 @@ def test_an_answer_unlike_the_region_is_not_taken_for_it() -> None:
     """A model that answers anything else (a completion, an explanation) edits nothing."""
     assert parse_answer("return a + b", 9, REGION, 1) == []
     assert parse_answer("The next edit renames width.", 9, REGION, 1) == []
+
+
+def test_diagnostics_of_documents_never_opened_are_kept_for_a_few_only() -> None:
+    """An editor reporting a whole project's diagnostics: those of open documents stay
+    until the document closes, of the others only the newest UNOPENED_WITH_PROBLEMS."""
+    workspace = Workspace()
+    workspace.open("file:///open.py", "python", 1, "x = 1\n")
+    holder = BackendHolder(lambda message, error: None)
+    stats = Stats()
+    service = NextEditService(workspace, holder, stats, lambda document, row, column: "")
+    problem = {"range": {"start": {"line": 0, "character": 0}}, "message": "unused"}
+    service.set_problems("file:///open.py", [problem])
+    for index in range(10 * UNOPENED_WITH_PROBLEMS):
+        service.set_problems(f"file:///never{index}.py", [problem] * 3)
+        service.add_problems(f"file:///acted{index}.py", [problem])
+    assert len(service.problems) == 1 + UNOPENED_WITH_PROBLEMS
+    assert stats.next_edit.documents_with_problems == len(service.problems)
+    assert service.problems["file:///open.py"] == [problem]
+    assert f"file:///acted{10 * UNOPENED_WITH_PROBLEMS - 1}.py" in service.problems
+    service.forget("file:///open.py")
+    assert "file:///open.py" not in service.problems

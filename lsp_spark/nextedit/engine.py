@@ -39,7 +39,11 @@ log = logging.getLogger(__name__)
 ACCEPT_COMMAND = "lspSpark.acceptNextEdit"
 NEARBY_PROBLEM_ROWS = 3
 PROBLEMS_SHOWN = 8
-PROBLEMS_KEPT = 200
+PROBLEMS_KEPT = 1000
+"""Diagnostics kept per document; the editor's first ones when it sends more."""
+UNOPENED_WITH_PROBLEMS = 32
+"""Documents not open whose diagnostics are kept, those reported last: they may come before
+the document is opened, but an editor that reports a whole project's must not fill memory."""
 
 
 @dataclass(slots=True)
@@ -122,6 +126,7 @@ class NextEditService:
         if self.workspace.excluded(uri):
             return
         self.history.record(uri, first, old, new)
+        self.stats.next_edit.history_rows = self.history.rows()
         self._cancel(uri)
         prediction = self._predictions.get(uri)
         if prediction is not None and self._follow(prediction, first, old, new):
@@ -169,17 +174,31 @@ class NextEditService:
         self._unfocused_edits.pop(uri, None)
         self._predictions.pop(uri, None)
         self.history.forget(uri)
+        self.stats.next_edit.history_rows = self.history.rows()
         self.problems.pop(uri, None)
+        self.stats.next_edit.documents_with_problems = len(self.problems)
 
     def set_problems(self, uri: str, diagnostics: Sequence[Any]) -> None:
         """The editor's diagnostics for `uri`, replacing those it sent before."""
-        self.problems[uri] = [d for d in diagnostics if isinstance(d, dict)]
+        self.problems.pop(uri, None)
+        self.problems[uri] = [d for d in diagnostics if isinstance(d, dict)][:PROBLEMS_KEPT]
+        self._drop_problems_of_unopened()
 
     def add_problems(self, uri: str, diagnostics: Sequence[Any]) -> None:
         """Diagnostics a code action request carried, beside those the editor sent."""
-        known = self.problems.setdefault(uri, [])
+        known = self.problems.pop(uri, [])
+        self.problems[uri] = known
         known.extend(d for d in diagnostics if isinstance(d, dict) and d not in known)
         del known[: max(0, len(known) - PROBLEMS_KEPT)]
+        self._drop_problems_of_unopened()
+
+    def _drop_problems_of_unopened(self) -> None:
+        """Keep the diagnostics of the `UNOPENED_WITH_PROBLEMS` documents not open that got
+        them last; those of open documents stay until the document is closed."""
+        unopened = [uri for uri in self.problems if self.workspace.documents.get(uri) is None]
+        for uri in unopened[: max(0, len(unopened) - UNOPENED_WITH_PROBLEMS)]:
+            del self.problems[uri]
+        self.stats.next_edit.documents_with_problems = len(self.problems)
 
     # Answers.
 
