@@ -533,10 +533,12 @@ class SparkServer(LanguageServer):
         )
 
     async def _ghost_alternatives(self, cursor: Cursor) -> dict[str, Any]:
+        """The suggestion, then the alternatives, all within one `requestTimeoutMs`."""
         document, row, column = cursor.document, cursor.row, cursor.column
-        first = await self.engine.suggest(document, row, column)
+        deadline = self.engine.deadline()
+        first = await self.engine.suggest(document, row, column, deadline)
         shown = first if first is not None and first.text else None
-        others = await self.engine.alternatives(document, row, column, shown)
+        others = await self.engine.alternatives(document, row, column, shown, deadline)
         items = [
             self._ghost_item(cursor, suggestion)
             for suggestion in (shown, *others)
