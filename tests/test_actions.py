@@ -40,7 +40,7 @@ from tests.conftest import (
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "actions"
 APPLY_COMMAND = "lspSpark.applyAction"
 EDIT_COMMAND = "lspSpark.editWithInstruction"
-WAIT = 5.0
+WAIT = SEEN
 REQUEST_IDS = itertools.count()
 
 StartEditor = Callable[..., Awaitable[LanguageClient]]

@@ -39,7 +39,7 @@ from lsp_spark.backends.local import (
 )
 from lsp_spark.languages import profile_for
 from lsp_spark.prompts.continuation import continuation_prompt, continuation_stops
-from tests.conftest import HeldWorker, local_idle
+from tests.conftest import HOLD_GUARD, HeldWorker, local_idle
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -123,14 +123,15 @@ async def test_a_cancelled_request_does_not_block_the_next(
                 first_delta.set()
 
     endless = asyncio.create_task(consume_endless())
-    await asyncio.wait_for(first_delta.wait(), timeout=30)
+    await first_delta.wait()
     second = asyncio.create_task(complete(backend, READ_LINES))
-    assert await asyncio.to_thread(held.another_started.wait, 30), "the second never started"
+    started = await asyncio.to_thread(held.another_started.wait, HOLD_GUARD)
+    assert started, "the second never started"
     at_cancel = backend.tokens_generated
     endless.cancel()
     with pytest.raises(asyncio.CancelledError):
         await endless
-    text = await asyncio.wait_for(second, timeout=20)
+    text = await second
     assert text.strip()
     # The endless request would sample up to ENDLESS.max_tokens had the cancel not stopped it.
     assert 1 <= backend.tokens_generated - at_cancel <= READ_LINES.max_tokens, (
@@ -299,7 +300,6 @@ def test_loading_and_generating_leave_stdout_alone(tmp_path: Path) -> None:
         text=True,
         env=env,
         cwd=REPO_ROOT,
-        timeout=60,
     )
     assert result.returncode == 0, result.stderr
     last_line = result.stdout.splitlines()[-1]
