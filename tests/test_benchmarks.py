@@ -17,9 +17,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCHMARKS = ROOT / "benchmarks"
-pytestmark = pytest.mark.timeout(900)
-"""A hang guard, not a measure: a tiny run is waited for until it exits. Quiet, the slowest
-takes under a minute; on a machine kept busy by other work, several times that."""
+pytestmark = pytest.mark.timeout(1800)
+"""A hang guard, not a measure: a tiny run is waited for until it exits. On a machine other
+work keeps busy a run takes many times what it does quiet: the tiny HumanEval run took 276 s
+at load 10, and 508 s with both cores kept busy on top."""
 
 
 def run_tiny(name: str, output: Path, *extra: str) -> dict[str, Any]:
