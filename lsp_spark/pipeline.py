@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
-from lsp_spark.backends import Backend, BackendError, CompletionRequest
+from lsp_spark.backends import Backend, BackendError, CompletionRequest, FailureKind
 from lsp_spark.backends.holder import BackendHolder
 from lsp_spark.context.budget import ESTIMATED_CHARS_PER_TOKEN, Budget
 from lsp_spark.context.builder import BuiltContext, ContextBuilder, ContextOptions
@@ -148,28 +148,42 @@ class CompletionEngine:
             self.stats.empty += 1
         return Suggestion(found.text, found.replace_chars, backend.name, backend.model, True)
 
-    async def suggest(self, document: Document, row: int, column: int) -> Suggestion | None:
+    async def suggest(
+        self, document: Document, row: int, column: int, deadline: float | None = None
+    ) -> Suggestion | None:
         """From memory if possible, else `fetch`."""
         remembered = self.recall(document, row, column)
         if remembered is not None:
             return remembered
-        return await self.fetch(document, row, column)
+        return await self.fetch(document, row, column, deadline)
 
-    async def fetch(self, document: Document, row: int, column: int) -> Suggestion | None:
+    async def fetch(
+        self, document: Document, row: int, column: int, deadline: float | None = None
+    ) -> Suggestion | None:
         """For a state memory could not answer: the document's session rides on a request
         already running that this keystroke merely extends, or else asks upstream,
-        superseding what is in flight."""
+        superseding what is in flight. `deadline` (event-loop time) ends the upstream
+        stream, for a request that has more to ask within the same `requestTimeoutMs`."""
         settings = self.settings
         return await self.session(document.uri).fetch(
             partial(line_state, document, row, column),
             self._recall,
-            partial(self._complete, document, row, column),
+            partial(self._complete, document, row, column, deadline=deadline),
             supersede=settings.supersede,
             ride=settings.cache and settings.supersede,
         )
 
+    def deadline(self) -> float:
+        """The event-loop time by which a request that starts now must be answered."""
+        return asyncio.get_running_loop().time() + self.settings.request_timeout_ms / 1000
+
     async def _complete(
-        self, document: Document, row: int, column: int, inflight: Inflight
+        self,
+        document: Document,
+        row: int,
+        column: int,
+        inflight: Inflight,
+        deadline: float | None = None,
     ) -> Suggestion | None:
         """One upstream request: context → prompt → backend stream → filters → suggestion."""
         started = time.perf_counter()
@@ -193,7 +207,9 @@ class CompletionEngine:
             await asyncio.sleep(delay)
         request = self._prompt(document, built)
         assembled = SuggestionStream(built.cursor, skip=frozenset(settings.disabled_filters))
-        result = await self._stream(backend, request, assembled, started, context_ms, inflight)
+        result = await self._stream(
+            backend, request, assembled, started, context_ms, inflight, deadline
+        )
         if result is None:
             return None
         text, replace_chars = result
@@ -216,12 +232,21 @@ class CompletionEngine:
         return suggestion
 
     async def alternatives(
-        self, document: Document, row: int, column: int, shown: Suggestion | None
+        self,
+        document: Document,
+        row: int,
+        column: int,
+        shown: Suggestion | None,
+        deadline: float,
     ) -> list[Suggestion]:
         """Other suggestions at this cursor, for a user who asks for them (the cycle keys):
         sampled at `alternativesTemperature`, one upstream request each, distinct from
         `shown` and from each other. Outside the session and the cache: nothing typed
-        rides on them, and the usual suggestion stays the one remembered."""
+        rides on them, and the usual suggestion stays the one remembered.
+
+        They share the deadline of the request that asked for them (event-loop time), so
+        the user waits one `requestTimeoutMs` at most, not one more per alternative: none
+        is asked once it has passed, and the stream under way when it passes is closed."""
         settings = self.settings
         if not settings.enable or self.workspace.excluded(document.uri):
             return []
@@ -236,10 +261,13 @@ class CompletionEngine:
         )
         seen = {shown.text} if shown is not None else set()
         found: list[Suggestion] = []
+        loop = asyncio.get_running_loop()
         for _ in range(settings.alternatives):
+            if loop.time() >= deadline:
+                break
             started = time.perf_counter()
             assembled = SuggestionStream(built.cursor, skip=frozenset(settings.disabled_filters))
-            result = await self._stream(backend, request, assembled, started)
+            result = await self._stream(backend, request, assembled, started, deadline=deadline)
             if result is None:
                 break
             text, replace_chars = result
@@ -281,17 +309,20 @@ class CompletionEngine:
         started: float,
         context_ms: float = 0.0,
         inflight: Inflight | None = None,
+        deadline: float | None = None,
     ) -> tuple[str, int] | None:
-        """Stream into `assembled`, closing upstream as soon as the suggestion is complete;
-        the cleaned suggestion and its replace length, or None when the backend failed or
-        the user has since typed something the suggestion contradicts."""
+        """Stream into `assembled`, closing upstream as soon as the suggestion is complete
+        or at `deadline` (event-loop time; the backend's own deadline bounds each stream
+        anyway); the cleaned suggestion and its replace length, or None when the backend
+        failed or the user has since typed something the suggestion contradicts."""
         self.stats.upstream_requests += 1
         sent = time.perf_counter()
         first: float | None = None
         tokens = 0
         closed: str | None = None
+        cut = asyncio.timeout_at(deadline)
         try:
-            async with contextlib.aclosing(backend.stream(request)) as deltas:
+            async with cut, contextlib.aclosing(backend.stream(request)) as deltas:
                 async for delta in deltas:
                     tokens += 1
                     first = first or time.perf_counter()
@@ -307,6 +338,21 @@ class CompletionEngine:
                         self.stats.superseded += 1
                         closed = "contradicted"
                         return None
+        except TimeoutError:
+            if not cut.expired():
+                raise
+            self.stats.upstream_errors += 1
+            closed = "deadline"
+            self.backends.failed(
+                BackendError(
+                    FailureKind.TIMED_OUT,
+                    f"The {backend.name} backend timed out: no whole answer within "
+                    f"requestTimeoutMs ({self.settings.request_timeout_ms} ms).",
+                )
+            )
+            if inflight is not None:
+                inflight.failed = True
+            return None
         except BackendError as failure:
             self.stats.upstream_errors += 1
             closed = "failed"

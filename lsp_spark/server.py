@@ -293,6 +293,18 @@ class SparkProtocol(LanguageServerProtocol):
         if newer is not None and newer is not future:
             self._request_futures[msg_id] = newer
 
+    def _handle_response(self, msg_id: Any, result: Any = None, error: Any = None) -> None:
+        """An answer to a request of ours that nobody waits for any more (the command that
+        sent `workspace/applyEdit` was cancelled meanwhile) is dropped with a line at debug
+        level: pygls would set the result of the cancelled future and log the failure with a
+        traceback at ERROR."""
+        future = self._request_futures.get(msg_id)
+        if future is not None and future.done():
+            del self._request_futures[msg_id]
+            log.debug("dropped the answer to request %r: its sender was cancelled", msg_id)
+            return
+        super()._handle_response(msg_id, result, error)
+
     def _handle_cancel_notification(self, msg_id: Any) -> None:
         """pygls cancels a command's request but not the coroutine the command runs in."""
         super()._handle_cancel_notification(msg_id)
@@ -561,10 +573,12 @@ class SparkServer(LanguageServer):
         )
 
     async def _ghost_alternatives(self, cursor: Cursor) -> dict[str, Any]:
+        """The suggestion, then the alternatives, all within one `requestTimeoutMs`."""
         document, row, column = cursor.document, cursor.row, cursor.column
-        first = await self.engine.suggest(document, row, column)
+        deadline = self.engine.deadline()
+        first = await self.engine.suggest(document, row, column, deadline)
         shown = first if first is not None and first.text else None
-        others = await self.engine.alternatives(document, row, column, shown)
+        others = await self.engine.alternatives(document, row, column, shown, deadline)
         items = [
             self._ghost_item(cursor, suggestion)
             for suggestion in (shown, *others)

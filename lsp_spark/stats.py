@@ -143,7 +143,9 @@ class Stats:
     )
     """When (monotonic seconds) and why the server closed upstream streams before their
     end: "earlyStop" (the suggestion was complete), "contradicted" (what was typed since
-    disagrees with it), "cancelled" (superseded, or cancelled by the editor), "failed"."""
+    disagrees with it), "cancelled" (superseded, or cancelled by the editor), "failed",
+    "deadline" (the request's one deadline passed, an explicit request's alternatives
+    included)."""
     redactions: RedactionTally = field(default_factory=RedactionTally)
     actions: ActionStats = field(default_factory=ActionStats)
     next_edit: NextEditStats = field(default_factory=NextEditStats)

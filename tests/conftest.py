@@ -97,19 +97,21 @@ async def start_spark() -> AsyncIterator[StartSpark]:
         await client.stop()
 
 
+QUIET = 600.0
+"""Seconds between a loopback stream's tokens (or before its first) in tests of what happens
+meanwhile: far beyond any wait of theirs, so what the server saw it saw before that token."""
+SEEN = 60.0
+"""Seconds to wait for something that must happen long before QUIET passes (a hang-up, an
+answer): a guard against hanging, not a measure of how soon. Far above what it takes on a
+machine whose cores other work keeps busy (under pytest-timeout's 120 s for a whole test)."""
+
+
 async def eventually(
-    server: CerebrasTestServer, condition: Callable[[], bool], timeout: float = 2.0
+    server: CerebrasTestServer, condition: Callable[[], bool], timeout: float = SEEN
 ) -> bool:
     """Wait, without blocking the event loop, for the test server to see something."""
     return await asyncio.to_thread(server.wait_for, condition, timeout)
 
-
-QUIET = 600.0
-"""Seconds between a loopback stream's tokens (or before its first) in tests of what happens
-meanwhile: far beyond any wait of theirs, so what the server saw it saw before that token."""
-SEEN = 10.0
-"""Seconds to wait for the test server to see something that must happen long before QUIET
-passes (a hang-up, say): a guard against hanging, not a measure of how soon."""
 
 HOLD_GUARD = 60.0
 """Seconds a held reply waits for its release at most: a hang guard, never reached when the

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from tests.conftest import SERVER_COMMAND, SERVER_ENV
+from tests.conftest import SEEN, SERVER_COMMAND, SERVER_ENV
 
 METHOD_NOT_FOUND = -32601
 
@@ -44,7 +44,7 @@ class RawClient:
     def send(self, message: dict[str, Any]) -> None:
         self.send_bytes(json.dumps(message).encode())
 
-    def request(self, method: str, params: Any = None, timeout: float = 10.0) -> dict[str, Any]:
+    def request(self, method: str, params: Any = None, timeout: float = SEEN) -> dict[str, Any]:
         """Send a request (without params when they are None) and wait for its response."""
         request_id = f"raw-{next(self._ids)}"
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
@@ -71,11 +71,11 @@ class RawClient:
         self.reply("init")
         self.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
 
-    def reply(self, request_id: Any, timeout: float = 10.0) -> dict[str, Any]:
+    def reply(self, request_id: Any, timeout: float = SEEN) -> dict[str, Any]:
         """The response to one request; messages before it are skipped."""
         return self.messages_until(request_id, timeout)[-1]
 
-    def messages_until(self, request_id: Any, timeout: float = 10.0) -> list[dict[str, Any]]:
+    def messages_until(self, request_id: Any, timeout: float = SEEN) -> list[dict[str, Any]]:
         """Everything the server sent up to and including the response to one request.
 
         Requests from the server are refused (MethodNotFound) so that it never waits on us.
@@ -91,7 +91,7 @@ class RawClient:
         self,
         wanted: Callable[[dict[str, Any]], bool],
         what: str,
-        timeout: float = 10.0,
+        timeout: float = SEEN,
         refuse_requests: bool = False,
     ) -> list[dict[str, Any]]:
         """Everything the server sent up to and including the first message `wanted` accepts
@@ -118,7 +118,7 @@ class RawClient:
                 return seen
         raise TimeoutError(f"no {what}")
 
-    def read_to_end(self, timeout: float = 10.0) -> list[dict[str, Any]]:
+    def read_to_end(self, timeout: float = SEEN) -> list[dict[str, Any]]:
         """Every message the server sends until it closes its stdout (as it exits)."""
         deadline = time.monotonic() + timeout
         seen: list[dict[str, Any]] = []

@@ -22,6 +22,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcRequestCancelled
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
+from lsp_spark.stats import STATS_METHOD
 from lsp_spark.testing.cerebras_server import CerebrasTestServer, Fault, tokenize
 from lsp_spark.testing.edits import apply_edits, edited_spans, text_edits
 from tests.conftest import (
@@ -31,6 +32,7 @@ from tests.conftest import (
     SERVER_ENV,
     TEST_KEY,
     Hold,
+    StartSpark,
     cerebras_options,
     eventually,
 )
@@ -38,7 +40,7 @@ from tests.conftest import (
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "actions"
 APPLY_COMMAND = "lspSpark.applyAction"
 EDIT_COMMAND = "lspSpark.editWithInstruction"
-WAIT = 5.0
+WAIT = SEEN
 REQUEST_IDS = itertools.count()
 
 StartEditor = Callable[..., Awaitable[LanguageClient]]
@@ -861,6 +863,50 @@ async def test_cancelling_a_command_closes_the_upstream_stream(session: Session)
     assert await eventually(cerebras, lambda: cerebras.completion_requests[-1].client_hung_up)
     assert not cerebras.completion_requests[-1].finished
     assert client.applied == []  # type: ignore[attr-defined]
+
+
+async def test_an_edit_answered_after_its_command_was_cancelled_is_dropped_quietly(
+    start_spark: StartSpark, cerebras: CerebrasTestServer, tmp_path: Path
+) -> None:
+    """The editor answers `workspace/applyEdit` only after the command that asked for it was
+    cancelled: the answer finds nobody waiting, which is no error, and the log says nothing
+    at ERROR level and shows no traceback."""
+    log = tmp_path / "server.log"
+    cerebras.config.queue_replies(LOAD_WITH_ERRORS)
+    client = await start_spark(cerebras_options(cerebras), args=["--log-file", str(log)])
+    asked, answer = asyncio.Event(), asyncio.Event()
+    apply_ids: list[Any] = []
+
+    @client.feature(types.WORKSPACE_APPLY_EDIT)
+    async def apply(params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
+        apply_ids.append(client.protocol.msg_id)
+        asked.set()
+        await answer.wait()
+        return types.ApplyWorkspaceEditResult(applied=True)
+
+    uri = "file:///work/store.py"
+    open_file(client, uri, "python", PYTHON)
+    command = asyncio.ensure_future(
+        client.protocol.send_request_async(
+            types.WORKSPACE_EXECUTE_COMMAND,
+            types.ExecuteCommandParams(
+                command=EDIT_COMMAND, arguments=edit_arguments(uri, 4, "handle errors")
+            ),
+            msg_id="command-late",
+        )
+    )
+    await asked.wait()
+    client.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id="command-late"))
+    with pytest.raises(JsonRpcRequestCancelled):
+        await command
+    answer.set()
+    [apply_id] = apply_ids
+    while apply_id in client.protocol._request_futures:  # until the answer has been sent
+        await asyncio.sleep(0)
+    # The server reads its input in order: once this is answered, so was the late answer.
+    await client.protocol.send_request_async(STATS_METHOD, None)
+    written = log.read_text(errors="replace")
+    assert "Traceback" not in written and " ERROR " not in written, written[-4000:]
 
 
 @pytest.mark.asyncio(loop_scope="module")

@@ -3,7 +3,6 @@ embedded model."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 
 import pytest
@@ -134,7 +133,7 @@ async def test_the_embedded_model_chats_and_stops_when_closed(
     backend = LocalBackend()
     try:
         usage = ChatUsage()
-        text = await asyncio.wait_for(chat(backend, max_tokens=24, usage=usage), 60)
+        text = await chat(backend, max_tokens=24, usage=usage)
         assert text.strip()
         assert 0 < usage.completion_tokens <= 24
         HeldWorker(backend, monkeypatch)

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from lsp_spark.prompts.chat import HOLE
 from lsp_spark.testing.cerebras_server import CerebrasTestServer
-from tests.conftest import TEST_KEY, cerebras_options
+from tests.conftest import SEEN, TEST_KEY, cerebras_options
 from tests.raw_client import RawClient
 
 PARSE_ERROR = -32700
@@ -31,7 +31,7 @@ INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 UINTEGER_MAX = 2**31 - 1
-WAIT = 10.0
+WAIT = SEEN
 """Seconds any answer may take, even for a 5 MB document."""
 MAX_RSS_MIB = 300
 MAX_PROMPT_CHARS = 200_000

@@ -19,8 +19,10 @@ from lsp_spark.nextedit.history import EDITS_KEPT, ROWS_KEPT
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCHMARKS = ROOT / "benchmarks"
-RUN_TIMEOUT = 100.0
-"""Far above any tiny run (the slowest, replay's, takes about 15 s): past it, a run hangs."""
+pytestmark = pytest.mark.timeout(1800)
+"""A hang guard, not a measure: a tiny run is waited for until it exits. On a machine other
+work keeps busy a run takes many times what it does quiet: the tiny HumanEval run took 276 s
+at load 10, and 508 s with both cores kept busy on top."""
 
 
 def run_tiny(name: str, output: Path, *extra: str) -> dict[str, Any]:
@@ -30,7 +32,6 @@ def run_tiny(name: str, output: Path, *extra: str) -> dict[str, Any]:
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=RUN_TIMEOUT,
         check=False,
     )
     assert done.returncode == 0, f"{name} exited {done.returncode}:\n{done.stderr[-4000:]}"

@@ -34,7 +34,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 QUIET = 600.0
 """Seconds until the next token is due: far beyond GUARD, so what the server notices
 meanwhile it noticed between tokens."""
-GUARD = 10.0
+GUARD = 60.0
 """Seconds to wait for something the server must see long before QUIET passes."""
 
 
@@ -430,18 +430,15 @@ async def test_stall_sends_nothing_more_and_records_the_hang_up(
     server.config.queue_replies(LONG_REPLY)
     server.config.queue_faults(Fault.stall_after(2))
     received: list[str] = []
-    timeout = httpx.Timeout(5.0, read=0.3)
-    with pytest.raises(httpx.ReadTimeout):
-        async with http.stream(
-            "POST", "/v1/chat/completions", json=chat_body(stream=True), timeout=timeout
-        ) as response:
-            async for line in response.aiter_lines():
-                if line.startswith("data: "):
-                    received.append(line)
-    assert len(received) == 2
+    async with http.stream("POST", "/v1/chat/completions", json=chat_body(stream=True)) as response:
+        async for line in response.aiter_lines():
+            if line.startswith("data: "):
+                received.append(line)
+            if len(received) == 2:
+                break  # the rest of the reply would come at full speed, were it not stalled
     record = server.completion_requests[0]
-    await server.wait_for_async(lambda: record.client_hung_up)
-    assert record.tokens_sent == 2
+    await server.wait_for_async(lambda: record.client_hung_up, timeout=GUARD)
+    assert record.tokens_sent == 2, "a token was sent after the stall"
     assert not record.finished
     assert record.hung_up_at is not None and record.hung_up_at >= record.received_at
 

@@ -36,7 +36,6 @@ def test_complete_prints_the_suggestion(cerebras: CerebrasTestServer, tmp_path: 
         env=loopback_env(cerebras),
         capture_output=True,
         text=True,
-        timeout=60,
         check=False,
     )
     assert done.returncode == 0, done.stderr
@@ -54,7 +53,6 @@ def test_doctor_shows_settings_and_reachability_but_never_the_key(
         env=loopback_env(cerebras),
         capture_output=True,
         text=True,
-        timeout=60,
         check=False,
     )
     output = done.stdout + done.stderr
@@ -76,7 +74,6 @@ def test_doctor_says_when_the_backend_is_unreachable() -> None:
         | {"CEREBRAS_API_KEY": TEST_KEY, "CEREBRAS_BASE_URL": f"http://127.0.0.1:{closed_port}"},
         capture_output=True,
         text=True,
-        timeout=60,
         check=False,
     )
     assert done.returncode == 1
@@ -117,7 +114,7 @@ async def test_serve_over_tcp(cerebras: CerebrasTestServer) -> None:
         assert result.capabilities.inline_completion_provider is not None
         await client.shutdown_async(None)
         client.exit(None)
-        assert await asyncio.wait_for(process.wait(), 10) == 0
+        assert await process.wait() == 0
     finally:
         if process.returncode is None:
             process.kill()

@@ -8,19 +8,20 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from lsp_spark.demo import default_fixture, pick_holes
 from lsp_spark.testing import isolated_environment
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
-DEMO_TIMEOUT = 120
 
 
+@pytest.mark.timeout(600)  # a hang guard: the demo is waited for until it exits
 def test_the_demo_shows_each_lines_rest_as_ghost_text_with_its_latencies(tmp_path: Path) -> None:
     run = subprocess.run(
         [sys.executable, "-m", "lsp_spark", "demo", "--backend", "loopback"],
         capture_output=True,
         text=True,
-        timeout=DEMO_TIMEOUT,
         env=isolated_environment(str(tmp_path)),
         check=False,
     )

@@ -12,8 +12,17 @@ from lsprotocol import types
 
 from lsp_spark.backends import BackendError, FailureKind
 from lsp_spark.backends.http import ApiClient
+from lsp_spark.stats import STATS_METHOD
 from lsp_spark.testing.cerebras_server import CerebrasTestServer, Fault
-from tests.conftest import TEST_KEY, StartSpark, cerebras_options, eventually, inline, open_document
+from tests.conftest import (
+    TEST_KEY,
+    StartSpark,
+    cerebras_options,
+    eventually,
+    inline,
+    open_document,
+    texts,
+)
 
 CHAT = "/v1/chat/completions"
 BODY = {"model": "gpt-oss-120b", "messages": [{"role": "user", "content": "x"}], "stream": True}
@@ -162,3 +171,43 @@ async def test_a_base_url_that_is_a_web_page_gets_one_message_naming_it(
     messages = told(client, "does not answer as the API does")
     assert len(messages) == 1
     assert cerebras.base_url in messages[0]
+
+
+async def test_an_explicit_request_to_a_trickling_backend_asks_nothing_past_its_one_deadline(
+    start_spark: StartSpark, cerebras: CerebrasTestServer
+) -> None:
+    """The cycle keys' request (triggerKind Invoked) has one `requestTimeoutMs` for the
+    suggestion and its alternatives: once the suggestion's stream used it up, no
+    alternative is asked (each used to get a deadline of its own, twice the wait)."""
+    cerebras.config.sticky_fault = Fault.trickle(0.05)
+    client = await start_spark(cerebras_options(cerebras, requestTimeoutMs=500, alternatives=2))
+    uri = open_document(client, "x = \n")
+    assert (await inline(client, uri, 0, 4, types.InlineCompletionTriggerKind.Invoked)).items == ()
+    stats = await client.protocol.send_request_async(STATS_METHOD, None)
+    assert stats.upstreamRequests == 1, "an alternative was asked after the deadline"
+    assert stats.streamCloses.deadline == 1
+    assert len(cerebras.completion_requests) == 1
+    assert await eventually(cerebras, lambda: cerebras.completion_requests[0].client_hung_up)
+    assert len(told(client, "timed out")) == 1
+
+
+async def test_an_alternative_that_trickles_is_cut_at_the_request_deadline(
+    start_spark: StartSpark, cerebras: CerebrasTestServer
+) -> None:
+    """The suggestion comes at once (from memory), the alternative trickles: its stream is
+    closed when the request's deadline passes (`deadline`), which comes before the one the
+    backend arms for that stream alone (it would close as `failed`), and the suggestion is
+    still answered."""
+    cerebras.config.queue_replies("1")
+    client = await start_spark(cerebras_options(cerebras, requestTimeoutMs=500, alternatives=2))
+    uri = open_document(client, "x = \n")
+    assert texts(await inline(client, uri, 0, 4)) == ["1"]
+    cerebras.config.sticky_fault = Fault.trickle(0.05)
+    invoked = await inline(client, uri, 0, 4, types.InlineCompletionTriggerKind.Invoked)
+    assert texts(invoked) == ["1"]
+    stats = await client.protocol.send_request_async(STATS_METHOD, None)
+    assert stats.streamCloses._asdict() == {"deadline": 1}
+    assert len(cerebras.completion_requests) == 2, "an alternative was asked after the deadline"
+    alternative = cerebras.completion_requests[1]
+    assert alternative.body["temperature"] > 0
+    assert await eventually(cerebras, lambda: alternative.client_hung_up)

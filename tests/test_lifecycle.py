@@ -13,13 +13,13 @@ from typing import Any
 import pytest
 
 from lsp_spark.testing.cerebras_server import CerebrasTestServer, Fault
-from tests.conftest import cerebras_options
+from tests.conftest import SEEN, cerebras_options
 from tests.raw_client import RawClient
 
 SERVER_NOT_INITIALIZED = -32002
 INVALID_REQUEST = -32600
 REQUEST_CANCELLED = -32800
-WAIT = 10.0
+WAIT = SEEN
 UNREACHABLE = {"backend": "openai", "baseUrl": "http://127.0.0.1:9"}
 """Settings for tests that never reach a model."""
 FUNCTION = "def f(x):\n    \n\n\ndef g(y):\n    "

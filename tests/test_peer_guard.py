@@ -51,7 +51,6 @@ def test_only_loopback_connections_get_through(tmp_path: Path) -> None:
             ["node", str(GUARD), str(probe), str(port)],
             capture_output=True,
             text=True,
-            timeout=30,
             check=True,
         )
     answer = json.loads(run.stdout)

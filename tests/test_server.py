@@ -278,7 +278,7 @@ async def test_a_newer_request_supersedes_the_older_stream(
     second = await inline(client, uri, 1, 4)
     assert [item.insert_text for item in second.items] == ["fast"]
     assert (await first).items == ()
-    assert await eventually(cerebras, lambda: cerebras.completion_requests[0].client_hung_up, 2.0)
+    assert await eventually(cerebras, lambda: cerebras.completion_requests[0].client_hung_up)
 
 
 async def test_the_stream_is_closed_once_the_suggestion_is_complete(
@@ -473,7 +473,7 @@ async def test_rate_limit_is_told_once_and_honoured(
 async def test_the_embedded_model_gives_ghost_text_with_no_network(start_spark: StartSpark) -> None:
     client = await start_spark({"backend": "local", "debounceMs": 0})
     uri = open_document(client, "def area(width, height):\n    ret\n")
-    result = await asyncio.wait_for(inline(client, uri, 1, 7), 60)
+    result = await inline(client, uri, 1, 7)
     assert result.items
     assert result.items[0].insert_text.startswith("urn")
     stats = await client.protocol.send_request_async("lspSpark/stats", None)

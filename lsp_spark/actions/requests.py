@@ -9,7 +9,7 @@ from typing import Any
 from lsprotocol import types
 from pygls.capabilities import get_capability
 
-from lsp_spark.actions import catalog
+import lsp_spark.actions.catalog as catalog
 
 CLIENTS_BLOCKING_ON_RESOLVE = frozenset({"helix"})
 """Clients (by `clientInfo.name`) that send `codeAction/resolve` from their UI thread and

@@ -22,7 +22,7 @@ from lsprotocol import types
 from pygls.uris import from_fs_path, to_fs_path
 from tree_sitter import Parser
 
-from lsp_spark.actions import catalog
+import lsp_spark.actions.catalog as catalog
 from lsp_spark.actions.diffing import Replacement, apply, line_ending, region_edits
 from lsp_spark.actions.progress import Reporter
 from lsp_spark.actions.prompting import EditTask, Outbound, WriteTestsTask, build_messages

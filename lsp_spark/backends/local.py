@@ -15,6 +15,7 @@ import dataclasses
 import importlib.util
 import io
 import itertools
+import logging
 import os
 import re
 import threading
@@ -32,9 +33,12 @@ from lsp_spark.backends.base import (
     FailureKind,
     Message,
 )
+from lsp_spark.backends.cached_copy import cached_copy, discard_copy
 from lsp_spark.languages import HeaderWords, profile_for
 from lsp_spark.postprocess.brackets import Brackets
 from lsp_spark.prompts.continuation import continuation_prompt, continuation_stops
+
+log = logging.getLogger(__name__)
 
 WORKER_THREAD_NAME = "lsp-spark-local-generate"
 _PREFILL_CHUNK_TOKENS = 128
@@ -883,18 +887,28 @@ def _load_llama(
     import llama_cpp
     from llama_cpp import llama_cpp as native
 
-    with _load_lock:
-        _silence_native_logs(native)
-        if eight_bit and path is not None:
-            path = _eight_bit_weights(path, native)
+    def load(weights: Path | None) -> Any:
         with _without_weight_repacking(native), contextlib.redirect_stderr(io.StringIO()):
-            llm = llama_cpp.Llama(
-                model_path=str(path),
+            return llama_cpp.Llama(
+                model_path=str(weights),
                 n_ctx=n_ctx,
                 n_threads=n_threads,
                 n_threads_batch=n_prefill_threads,
                 verbose=True,
             )
+
+    with _load_lock:
+        _silence_native_logs(native)
+        llm = None
+        if eight_bit and path is not None and (copy := _eight_bit_weights(path, native)) != path:
+            try:
+                llm = load(copy)
+            except ValueError as failure:
+                # Bytes spoilt since they were last checked: the next start makes a new copy.
+                log.warning("the cached copy %s does not load (%s): using %s", copy, failure, path)
+                discard_copy(copy)
+        if llm is None:
+            llm = load(path)
     llm.verbose = False
     return llm
 
@@ -906,29 +920,25 @@ def _eight_bit_weights(source: Path, native: Any) -> Path:
     half the speed it does from Q8_0 on a laptop's CPU, and the first keystroke on a new
     line is mostly prompt evaluation. Q8_0 holds each Q4_1 weight to within a small fraction
     of its 4-bit step, so suggestions stay the model's own. Converting takes about a second;
-    when it cannot be done (a read-only cache, a full disk), the 4-bit file serves as it is.
+    a copy found damaged is converted again (`cached_copy`); when it cannot be done (a
+    read-only cache, a full disk), the 4-bit file serves as it is.
     """
-    stem = re.sub(r"\.Q\d\w*$", "", source.stem, flags=re.IGNORECASE)
-    folder = Path(platformdirs.user_cache_dir("lsp-spark")) / "models" / str(source.stat().st_size)
-    target = folder / f"{stem}.Q8_0.gguf"
-    if target.is_file():
-        return target
-    staging = folder / f"{target.name}.{os.getpid()}.{threading.get_ident()}.part"
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
+
+    def convert(original: Path, staging: Path) -> bool:
         params = native.llama_model_quantize_default_params()
         params.ftype = native.LLAMA_FTYPE_MOSTLY_Q8_0
         params.allow_requantize = True
-        arguments = (str(source).encode(), str(staging).encode(), ctypes.byref(params))
-        if native.llama_model_quantize(*arguments) != 0:
-            return source
-        os.replace(staging, target)
-        return target
-    except OSError:
-        return source
-    finally:
-        with contextlib.suppress(OSError):
-            staging.unlink(missing_ok=True)
+        arguments = (str(original).encode(), str(staging).encode(), ctypes.byref(params))
+        return bool(native.llama_model_quantize(*arguments) == 0)
+
+    return cached_copy(source, eight_bit_copy_path(source), convert) or source
+
+
+def eight_bit_copy_path(source: Path) -> Path:
+    """Where the 8-bit copy of `source` is kept, in the user's cache."""
+    stem = re.sub(r"\.Q\d\w*$", "", source.stem, flags=re.IGNORECASE)
+    folder = Path(platformdirs.user_cache_dir("lsp-spark")) / "models" / str(source.stat().st_size)
+    return folder / f"{stem}.Q8_0.gguf"
 
 
 def _silence_native_logs(native: Any) -> None:
