@@ -3,8 +3,10 @@
 Run ``python benchmarks/bench_privacy.py [--tiny] [--output PATH]``: prints p50/p95
 microseconds per call and writes ``benchmarks/results/privacy.json`` (or PATH); ``--tiny``
 makes a hundredth of the calls, to check the benchmark still runs. Redaction runs on every
-prompt, so the case that matters is ordinary code with no secret in it (budget: well under
-500 µs); the cases with secrets and the worst cases show what the rarer paths cost.
+prompt, so the case that matters is ordinary code with no secret in it (budget: 1 ms per
+8 KB prompt, issue 40); the cases with secrets and the worst cases show what the rarer
+paths cost. "Names of many services" is the worst case for detect-secrets' rules: every
+line holds some rule's keyword, so every line runs a rule's regex.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from timing import add_size_options, measure
 
-from lsp_spark.privacy import Exclusions, redact, redact_parts
+from lsp_spark.privacy import Exclusions, redact, redact_parts, rule_set
 
 ROOT = Path(__file__).resolve().parent.parent
 SIZE = 8192
@@ -31,7 +33,7 @@ CALLS = 2000
 EXCLUSION_CALLS = 20_000
 TINY_SHARE = 100
 """--tiny divides every count of calls by this."""
-BUDGET_US = 500.0
+BUDGET_US = 1000.0
 RESULTS = Path(__file__).resolve().parent / "results" / "privacy.json"
 ALNUM = string.ascii_letters + string.digits
 
@@ -69,12 +71,26 @@ HEADERS = {{"Authorization": "Bearer {fake(rng, ALNUM, 32)}"}}
 password = "{fake(rng, ALNUM, 14)}"
 api_key: str = "{fake(rng, ALNUM, 32)}"
 JWT = "{"ey" + "JhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0." + fake(rng, ALNUM, 43)}"
+TOKEN_SHOP = "{"shp" + "at_" + fake(rng, "0123456789abcdef", 32)}"
+MAIL = "{"SG." + fake(rng, ALNUM, 22) + "." + fake(rng, ALNUM, 43)}"
+STORAGE = "AccountName=assets;AccountKey={fake(rng, ALNUM, 86)}==;EndpointSuffix=core.windows.net"
+HOOK = "https://discord.com/api/webhooks/{fake(rng, "0123456789", 18)}/{fake(rng, ALNUM, 68)}"
 
 
 def connect(settings):
     return Client(settings.api_key, timeout=settings.timeout)
 """
     return to_size(block)
+
+
+def many_services() -> str:
+    """A line naming a service for each keyword of detect-secrets' rules, with no secret."""
+    config = rule_set.rule_set()
+    lines = [
+        f"{keyword.strip('_.-').upper() or 'X'}_URL = settings.get({keyword!r}, DEFAULT_URL)\n"
+        for keyword in config.keywords
+    ]
+    return to_size("".join(lines))
 
 
 def key_block(rng: random.Random) -> str:
@@ -92,6 +108,7 @@ def redaction_cases(rng: random.Random) -> dict[str, str]:
         "Python, no secrets (server.py)": source("server.py"),
         "Python, no secrets, non-ASCII (pipeline.py)": source("pipeline.py"),
         "secret-sounding code, no secrets": to_size(plain),
+        "names of many services, no secrets": many_services(),
         "settings full of secrets": config_with_secrets(rng),
         "worst: one 8 KB private key block": key_block(rng),
         "worst: 8 KB base64 literal": base64_blob(rng),
@@ -145,9 +162,13 @@ def main() -> None:
             f"  {stats['mean_us']:>8.2f}"
         )
     plain = [stats for name, stats in results.items() if "no secrets" in name]
-    worst = max(stats["p95_us"] for stats in plain)
-    verdict = "within" if worst < BUDGET_US else "OVER"
-    print(f"no-secret prompts: worst p95 {worst:.0f} µs, {verdict} the {BUDGET_US:.0f} µs budget")
+    worst = {key: max(stats[key] for stats in plain) for key in ("p50_us", "p95_us")}
+    verdict = "within" if worst["p50_us"] <= BUDGET_US else "OVER"
+    print(
+        f"cost per {SIZE // 1024} KB prompt without secrets, worst case: p50 "
+        f"{worst['p50_us']:.0f} µs, p95 {worst['p95_us']:.0f} µs; p50 {verdict} the "
+        f"{BUDGET_US:.0f} µs budget"
+    )
     for name, found in counts.items():
         print(f"  found in {name!r}: {sum(found.values())} {dict(sorted(found.items()))}")
     arguments.output.parent.mkdir(parents=True, exist_ok=True)
@@ -156,6 +177,7 @@ def main() -> None:
         "platform": platform.platform(),
         "prompt_chars": SIZE,
         "budget_us": BUDGET_US,
+        "no_secret_worst": worst,
         "results": results,
         "redactions_found": counts,
     }

@@ -10,6 +10,7 @@ from lsp_spark.testing.cerebras_server import CerebrasTestServer
 from tests.conftest import StartSpark, cerebras_options, inline, open_document, type_text
 from tests.test_context_e2e import GEOMETRY, prompt_of, prompt_showing
 from tests.test_privacy import SECRETS
+from tests.test_secret_kinds import SECRET_KINDS
 
 SHAPES = "def perimeter(width: float, height: float) -> float:\n    return 2 * (width + height)\n"
 # Assembled at run time so no scanner mistakes this test for a leaked key.
@@ -98,3 +99,20 @@ async def test_a_key_typed_one_character_at_a_time_never_reaches_the_upstream_re
         placeholder in request.body["messages"][-1]["content"]
         for request in requests[first_hidden - 1 :]
     )
+
+
+async def test_secrets_of_the_maintained_rule_set_are_redacted_from_the_prompt(
+    start_spark: StartSpark, cerebras: CerebrasTestServer
+) -> None:
+    """A kind that only detect-secrets' rules know (a SendGrid key) and kinds added by hand
+    beside them (a `PGPASSWORD`, an Azure account key) in one file: none reaches the
+    upstream request."""
+    kinds = ("sendgrid", "pgpassword", "azure-account-key")
+    client = await start_spark(cerebras_options(cerebras))
+    text = "".join(SECRET_KINDS[kind][0] for kind in kinds)
+    uri = open_document(client, f"{text}\nclient = \n")
+    await inline(client, uri, text.count("\n") + 1, 9)
+    [request] = cerebras.completion_requests
+    assert not any(SECRET_KINDS[kind][1].encode() in request.raw_body for kind in kinds)
+    stats = await client.protocol.send_request_async("lspSpark/stats", None)
+    assert stats.redactions.secrets == len(kinds)

@@ -6,26 +6,38 @@ model still sees code of the same shape and carries on sensibly. The placeholder
 never looks like a secret, which makes `redact` idempotent.
 
 This runs on every keystroke's prompt, so the common case (no secret at all) is kept to
-a handful of scans: `str.find` for literal markers and secret-looking names, and one
-regex for the long runs that prefixed tokens need. The rules that look closer only run
+a handful of scans: `str.find` for literal markers and secret-looking names, one regex
+for the long runs that prefixed tokens need, and one Aho-Corasick pass for the keywords
+of detect-secrets' rules. The rules that look closer only run
 where a scan found something. Rules, in the order they run:
 
 - `private-key`: PEM/OpenSSH/PGP private key blocks, also inside escaped strings; a
   block cut by the window's start or end is redacted to that edge;
 - tokens recognised by their prefix: AWS access key ids, GitHub, GitLab, Slack, Stripe,
-  Google API keys, OpenAI, Anthropic, Cerebras, Hugging Face, npm, PyPI, and JWTs, also
+  Google API keys, OpenAI, Anthropic, Cerebras, Hugging Face, Shopify, DigitalOcean, npm,
+  PyPI, and JWTs, also
   while they are being typed, from a few random-looking characters after the prefix;
-- `url-password`: the password in `scheme://user:password@host`;
-- `auth-header`: the credentials of an `Authorization` header or a `Bearer` token;
+- `url-password`: the password in `scheme://user:password@host`; `url-key`, a key that
+  is a URL's whole user (a Sentry DSN); Slack and Discord webhook paths; Telegram bot
+  tokens;
+- `auth-header`: the credentials of an `Authorization` header or a `Bearer` token, and
+  `Basic` credentials under any header name;
+- `mysql -pPASSWORD`, and the secrets of connection strings (`AccountKey=…;`,
+  `SharedAccessKey=…;`, `Password=…;`);
 - assignments to secret-looking names (`password = "…"`, `API_KEY=…`, `"token": "…"`,
-  `<password>…</password>`, `--password …`): `password` and `secret` when the name
-  says so plainly and the value is a literal that is no placeholder, `high-entropy`
-  when the name only hints at it (`key`, `auth`, `credentials`) and the value looks
-  random.
+  `<password>…</password>`, `--password …`, `PGPASSWORD=… psql`, `DB_PWD`): `password`
+  and `secret` when the name says so plainly and the value is a literal that is no
+  placeholder, `high-entropy` when the name only hints at it (`key`, `key_id`, `auth`,
+  `credentials`) and the value looks random;
+- last, detect-secrets' maintained regexes (`rule_set.py`), named by their secret types
+  (`sendgrid-api-key`, `twilio-api-key`, `mailchimp-access-key`…): the services the
+  rules above do not name.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import math
 import re
 from collections import Counter
@@ -35,6 +47,7 @@ from functools import lru_cache
 from itertools import pairwise
 
 from lsp_spark.backends.base import CompletionRequest
+from lsp_spark.privacy import rule_set
 
 PLACEHOLDER = re.compile(r"<redacted:[a-z0-9-]+>")
 """What every redaction leaves behind; a suggestion that contains it must not be shown,
@@ -414,6 +427,18 @@ _TOKEN_RULES: tuple[_TokenRule, ...] = (
         _mixed_case,
     ),
     _TokenRule(
+        "shopify-access-token",
+        ("shpat_", "shpca_", "shppa_", "shpss_"),
+        re.compile(r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}" + _TOKEN_END),
+        partial=(_partial("shp(?:at|ca|pa|ss)_", "[a-fA-F0-9]", most=32),),
+    ),
+    _TokenRule(
+        "digitalocean-token",
+        ("dop_v1_", "doo_v1_", "dor_v1_"),
+        re.compile(r"do[opr]_v1_[a-f0-9]{64}" + _TOKEN_END),
+        partial=(_partial("do[opr]_v1_", "[a-f0-9]", most=64),),
+    ),
+    _TokenRule(
         "npm-token",
         ("npm_",),
         re.compile(r"npm_[A-Za-z0-9]{36}" + _TOKEN_END),
@@ -522,10 +547,18 @@ _URL_PASSWORD = re.compile(
 """Starts with the literal `://` (the scheme is checked behind it) so that the regex
 engine can jump from one `://` to the next instead of trying every position."""
 _SLACK_WEBHOOK = re.compile(r"hooks\.slack\.com/services/(?P<path>T[A-Z0-9]+/B[A-Z0-9]+/\w+)")
+_DISCORD_WEBHOOK = re.compile(
+    r"discord(?:app)?\.com/api/webhooks/[0-9]{5,30}/"
+    r"(?P<token>[A-Za-z0-9_-]{20,})"
+)
+_URL_KEY = re.compile(r"://(?<=[A-Za-z0-9]://)(?P<key>[0-9a-fA-F]{32,64})(?::[0-9a-fA-F]{32,64})?@")
+"""A URL whose user is a key and nothing else: a Sentry DSN's public key (with the old
+secret key after it), which lets anyone send events as the project."""
+_TELEGRAM_BOT_TOKEN = re.compile(r"(?<![\w:])[0-9]{8,10}:(?P<token>AA[A-Za-z0-9_-]{33})(?![\w-])")
 
 
 def _url_passwords(text: str) -> list[Span]:
-    spans: list[Span] = []
+    spans: list[Span] = _telegram_bot_tokens(text)
     if "://" not in text:
         return spans
     for match in _URL_PASSWORD.finditer(text):
@@ -535,7 +568,22 @@ def _url_passwords(text: str) -> list[Span]:
         spans.extend(
             (*match.span("path"), "slack-webhook") for match in _SLACK_WEBHOOK.finditer(text)
         )
+    if "/api/webhooks/" in text:
+        spans.extend(
+            (*match.span("token"), "discord-webhook") for match in _DISCORD_WEBHOOK.finditer(text)
+        )
+    spans.extend((*match.span("key"), "url-key") for match in _URL_KEY.finditer(text))
     return spans
+
+
+def _telegram_bot_tokens(text: str) -> list[Span]:
+    """A bot's id, a colon and `AA` then 33 characters: the shape alone is telling, where
+    detect-secrets' regex takes any 35 characters after the colon."""
+    if ":AA" not in text:
+        return []
+    return [
+        (*match.span("token"), "telegram-bot-token") for match in _TELEGRAM_BOT_TOKEN.finditer(text)
+    ]
 
 
 _AUTH_HEADER = re.compile(
@@ -573,6 +621,72 @@ def _auth_headers(text: str, lowered: str) -> list[Span]:
     return spans
 
 
+_BASIC = re.compile(
+    r"(?<![A-Za-z])(?i:basic)[ \t]+(?P<credentials>[A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])"
+)
+
+
+def _basic_credentials(text: str, lowered: str) -> list[Span]:
+    """`Basic` credentials under any header name (`"X-Auth": "Basic …"`): base64 that
+    decodes to `user:password` is what sets them apart from prose (`Basic usage`)."""
+    spans: list[Span] = []
+    for index in _occurrences(lowered, "basic"):
+        match = _BASIC.match(text, index)
+        if match is not None and _decodes_to_user_and_password(match.group("credentials")):
+            spans.append((*match.span("credentials"), "auth-header"))
+    return spans
+
+
+def _decodes_to_user_and_password(value: str) -> bool:
+    try:
+        decoded = base64.b64decode(value + "=" * (-len(value) % 4), validate=True)
+    except binascii.Error:
+        return False
+    return b":" in decoded and decoded.isascii() and decoded.decode("ascii").isprintable()
+
+
+_MYSQL_PASSWORD = re.compile(
+    r"(?:mysql(?:dump|admin|import|show|check|pump|sh)?|mariadb(?:-dump|-admin|-import)?)"
+    r"(?![\w-])[^\n|;&]*?[ \t]-p(?P<password>[^\s\"'`;|&)]+)",
+    re.ASCII,
+)
+"""`mysql -pPASSWORD` (and mysqldump, mysqladmin, mariadb…): the password is glued to
+`-p`, so it is no `--password` assignment. Only the clients' own names count:
+`mysql_config --libs -pthread` is a compiler flag."""
+
+
+def _mysql_passwords(text: str, lowered: str) -> list[Span]:
+    spans: list[Span] = []
+    for stem in ("mysql", "mariadb"):
+        for index in _occurrences(lowered, stem):
+            match = _MYSQL_PASSWORD.match(text, index)
+            if match is not None and not _is_placeholder(match.group("password")):
+                spans.append((*match.span("password"), "password"))
+    return spans
+
+
+_CONNECTION_STRING_KEYS = ("accountkey=", "sharedaccesskey=", "password=", "pwd=")
+_CONNECTION_STRING_VALUE = re.compile(r"[^;\"'`\s]+(?=;|[\"'`\s]|\Z)")
+
+
+def _connection_strings(text: str, lowered: str) -> list[Span]:
+    """`AccountKey=…;` (Azure storage), `SharedAccessKey=…;` (Service Bus, Event Hubs),
+    `Password=…;` (ADO.NET, ODBC): a value that ends at the `;` before the next setting."""
+    spans: list[Span] = []
+    for key in _CONNECTION_STRING_KEYS:
+        for index in _occurrences(lowered, key):
+            if index and text[index - 1] not in ";\"'` \t\n":
+                continue
+            start = index + len(key)
+            match = _CONNECTION_STRING_VALUE.match(text, start)
+            if match is None or ";" not in text[max(0, index - 1) : match.end() + 1]:
+                continue
+            if not _is_placeholder(match.group()):
+                kind = "password" if key in ("password=", "pwd=") else "connection-string-key"
+                spans.append((start, match.end(), kind))
+    return spans
+
+
 def _occurrences(lowered: str, word: str) -> Iterator[int]:
     """Where `word` occurs: `str.find` skips ahead far faster than a case-insensitive
     regex can."""
@@ -584,9 +698,10 @@ def _occurrences(lowered: str, word: str) -> Iterator[int]:
 
 # --- Assignments to secret-looking names --------------------------------------------
 
-_NAME_STEMS = ("pass", "secret", "token", "key", "auth", "cred")
+_NAME_STEMS = ("pass", "pwd", "secret", "token", "key", "auth", "cred")
 _NAME_END = re.compile(
-    r"(?:pass(?:word|wd|phrase)?|secrets?|token|key|auth|cred(?:ential)?s?)[0-9]*(?![a-z])"
+    r"(?:pass(?:word|wd|phrase)?|pwd|secrets?|token|key(?:[_-]?id)?|auth|cred(?:ential)?s?)"
+    r"[0-9]*(?![a-z])"
     r"(?=[\"'`]?\]?[ \t]*[:=,>!]|[ \t])"
 )
 """The stem must end the name (`api_token`, `dbPassword`), not start it (`token_type`,
@@ -618,6 +733,8 @@ _ENV_NAME = re.compile(r"(?:export[ \t]+|ENV[ \t]+|set[ \t]+|-[ \t]+)?[A-Z][A-Z0
 _DOTTED = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|->|::)[A-Za-z_$][\w$]*)+")
 _IDENTIFIER = re.compile(r"[A-Za-z_$][\w$]*")
 _CAMEL_HUMP = re.compile(r"[a-z][A-Z]")
+_KEYWORD_ARGUMENT = re.compile(r"[A-Za-z_]\w*=")
+"""`ContextVar("request_token", default=None)`: what follows the name is an argument."""
 MIN_SECRET_CHARS = 8
 
 
@@ -641,7 +758,12 @@ def _assignment_at(
     text: str, lowered: str, index: int, stem: str, tail: re.Match[str]
 ) -> Span | None:
     """The secret assigned to the name whose last word starts at `index`, if any."""
-    if stem in ("pass", "cred") and index and not _starts_word(text, index):
+    if (
+        stem in ("pass", "pwd", "cred")
+        and index
+        and not _starts_word(text, index)
+        and not _shouted_password(text, index, tail.group())
+    ):
         return None
     match = _ASSIGNMENT.match(text, tail.end())
     if match is None:
@@ -665,13 +787,17 @@ def _assignment_at(
         value, start = match.group("quoted"), match.start("quoted")
     else:
         value, start = match.group("bare"), match.start("bare")
-        if not _bare_value_ends(text, match.end(), xml=xml, flag=flag):
-            return None
         line = _line_start(text, index)
         env_style = match.group("sep") == "=" and _ENV_NAME.fullmatch(text, line, tail.end())
+        # `PGPASSWORD=… psql …`: a shell variable set for one command ends at a blank.
+        shell_prefix = env_style and text[match.end() : match.end() + 1] in (" ", "\t")
+        if not (shell_prefix or _bare_value_ends(text, match.end(), xml=xml, flag=flag)):
+            return None
         if not env_style and _code_reference(value):
             return None
-    if listed and any(word in value.lower() for word in _NAME_STEMS):
+    if listed and (
+        any(word in value.lower() for word in _NAME_STEMS) or _KEYWORD_ARGUMENT.match(value)
+    ):
         return None
     if not _secret_value(value, strong, tail.group().startswith("passphrase")):
         return None
@@ -684,7 +810,7 @@ def _name_kind(name: str, tail: str) -> tuple[str, bool]:
     """What a secret under this (lower-case) name is called, and whether the name says so
     plainly enough that any literal counts, or only a random-looking one."""
     word = tail.rstrip("0123456789")
-    if word.startswith("pass") and word != "pass":
+    if (word.startswith("pass") and word != "pass") or word == "pwd":
         return "password", True
     if word.startswith(("secret", "token")):
         return "secret", True
@@ -702,6 +828,12 @@ def _bare_value_ends(text: str, end: int, *, xml: bool, flag: bool) -> bool:
     if flag and (end == len(text) or text[end].isspace()):
         return True
     return _BARE_END.match(text, end) is not None
+
+
+def _shouted_password(text: str, index: int, tail: str) -> bool:
+    """An upper-case name that runs words together ends in a whole `PASSWORD` or
+    `PASSWD` (`PGPASSWORD`, `DBPASSWORD`), where a bare `PASS` may end `BYPASS`."""
+    return tail.startswith(("password", "passwd")) and text[index - 1 : index + len(tail)].isupper()
 
 
 def _starts_word(text: str, index: int) -> bool:
@@ -818,9 +950,16 @@ def _lowered(text: str) -> str:
 
 
 def _named(text: str) -> list[Span]:
-    """Both rules look for names in lower case; overlaps are settled by `_splice`."""
+    """The rules that look for names and markers in lower case; overlaps are settled by
+    `_splice`."""
     lowered = _lowered(text)
-    return _auth_headers(text, lowered) + _assignments(text, lowered)
+    return (
+        _auth_headers(text, lowered)
+        + _basic_credentials(text, lowered)
+        + _mysql_passwords(text, lowered)
+        + _connection_strings(text, lowered)
+        + _assignments(text, lowered)
+    )
 
 
 @lru_cache(maxsize=8)
@@ -832,11 +971,23 @@ def _named_around(text: str, cut: int) -> list[Span]:
     return _around(_named, _named_memo, text, cut)
 
 
+def _maintained_rules(text: str) -> list[Span]:
+    """detect-secrets' regexes (`rule_set`): they run last, so a secret that the stages above
+    know better (a token being typed, a key block cut by the window) is already a
+    placeholder, and they catch the many services the stages above do not name."""
+    return [
+        span
+        for span in rule_set.find(text, _lowered(text))
+        if not _is_placeholder(text[span[0] : span[1]])
+    ]
+
+
 _STAGES: tuple[Callable[[str], list[Span]], ...] = (
     _private_keys,
     _tokens,
     _url_passwords,
     _named,
+    _maintained_rules,
 )
 _AROUND_CUT: dict[Callable[[str], list[Span]], Callable[[str, int], list[Span]]] = {
     _tokens: _tokens_around,
