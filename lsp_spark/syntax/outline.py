@@ -20,6 +20,7 @@ from tree_sitter import Node, Query, QueryCursor, Tree
 from lsp_spark.documents import Document
 from lsp_spark.syntax.grammars import language_for, query_for
 from lsp_spark.syntax.trees import SyntaxTree
+from lsp_spark.syntax.walks import MAX_VISITED, ancestors
 
 Region = Literal["code", "comment", "string"]
 
@@ -123,22 +124,23 @@ def cursor_region(syntax: SyntaxTree, byte_offset: int) -> Region:
     """Whether the cursor is in a comment, a string (docstrings and templates too) or code.
 
     The cursor right after a line comment is still in it; right after a closing quote or
-    ``*/`` it is not.
+    ``*/`` it is not. Only the innermost node and `MAX_ANCESTORS` above it are looked at:
+    a string or comment is a leaf or sits right above one, and an unclosed call makes the
+    tree thousands of levels deep (see `walks`).
     """
     if byte_offset <= 0:
         return "code"
     regions = _region_kinds(syntax.language_id)
-    node: Node | None = syntax.tree.root_node.descendant_for_byte_range(
-        byte_offset - 1, byte_offset
-    )
-    while node is not None:
+    innermost = syntax.tree.root_node.descendant_for_byte_range(byte_offset - 1, byte_offset)
+    if innermost is None:
+        return "code"
+    for node in (innermost, *ancestors(innermost)):
         region = regions.get(node.kind_id)
         if region is not None and node.start_byte < byte_offset:
             if byte_offset < node.end_byte:
                 return region
             if byte_offset == node.end_byte and _open_at_end(syntax.document, node, region):
                 return region
-        node = node.parent
     return "code"
 
 
@@ -147,13 +149,16 @@ def error_count(tree: Tree) -> int:
     return errors_in(tree.root_node)
 
 
-def errors_in(node: Node) -> int:
+def errors_in(node: Node, limit: int = MAX_VISITED) -> int:
     """ERROR plus MISSING nodes in a subtree: a walk that only enters subtrees flagged
-    ``has_error``. A query would visit every node; this costs nothing on valid code."""
+    ``has_error``. A query would visit every node; this costs nothing on valid code.
+    It stops after `limit` nodes: broken code can make one subtree of the rest of the file,
+    and errors that far away say nothing about the cursor."""
     count = 0
     pending = [node]
-    while pending:
+    while pending and limit > 0:
         node = pending.pop()
+        limit -= 1
         if node.is_error or node.is_missing:
             count += 1
         if node.has_error:
@@ -181,13 +186,35 @@ def _per_version(
     return found
 
 
-def _find_imports(syntax: SyntaxTree, tree: Tree) -> list[tuple[int, int, str]]:
+def imports_in(syntax: SyntaxTree, start: int, end: int) -> list[tuple[int, int, str]]:
+    """`imports` that start in bytes [start, end): a file's outline is read a slice at a
+    time, so no one step costs as much as a whole 50,000-line file."""
+    return _find_imports(syntax, syntax.tree, start, end)
+
+
+def definitions_in(syntax: SyntaxTree, start: int, end: int) -> list[Definition]:
+    """`definitions` that start in bytes [start, end) (see `imports_in`)."""
+    return _find_definitions(syntax, syntax.tree, start, end)
+
+
+def _cursor(query: Query, start: int, end: int | None) -> QueryCursor:
+    cursor = QueryCursor(query)
+    if end is not None:
+        cursor.set_byte_range(start, end)  # matches that overlap the range: filtered below
+    return cursor
+
+
+def _find_imports(
+    syntax: SyntaxTree, tree: Tree, start: int = 0, end: int | None = None
+) -> list[tuple[int, int, str]]:
     query = query_for(syntax.language_id, "imports")
     if query is None:
         return []
-    nodes = QueryCursor(query).captures(tree.root_node).get("import", [])
+    nodes = _cursor(query, start, end).captures(tree.root_node).get("import", [])
     found: list[tuple[int, int, str]] = []
     for node in sorted(nodes, key=lambda node: (node.start_byte, -node.end_byte)):
+        if node.start_byte < start or (end is not None and node.start_byte >= end):
+            continue
         if found and node.end_byte <= found[-1][1]:
             continue  # inside an import already listed
         source = syntax.document.utf8_between(node.start_byte, node.end_byte).rstrip()
@@ -195,17 +222,21 @@ def _find_imports(syntax: SyntaxTree, tree: Tree) -> list[tuple[int, int, str]]:
     return found
 
 
-def _find_definitions(syntax: SyntaxTree, tree: Tree) -> list[Definition]:
+def _find_definitions(
+    syntax: SyntaxTree, tree: Tree, start: int = 0, end: int | None = None
+) -> list[Definition]:
     query = query_for(syntax.language_id, "definitions")
     if query is None:
         return []
-    bodies = _scope_bodies(syntax, tree)
+    bodies = _scope_bodies(syntax, tree, start, end)
     # When patterns overlap (a const bound to a function), the first pattern names the kind.
     chosen: dict[int, tuple[int, Node, Node]] = {}
-    for pattern, captures in QueryCursor(query).matches(tree.root_node):
+    for pattern, captures in _cursor(query, start, end).matches(tree.root_node):
         if "definition" not in captures or "name" not in captures:
             continue
         node = captures["definition"][0]
+        if node.start_byte < start or (end is not None and node.start_byte >= end):
+            continue
         kept = chosen.get(node.id)
         if kept is None or pattern < kept[0]:
             chosen[node.id] = (pattern, node, captures["name"][0])
@@ -224,14 +255,17 @@ def _find_definitions(syntax: SyntaxTree, tree: Tree) -> list[Definition]:
     ]
 
 
-def _scope_bodies(syntax: SyntaxTree, tree: Tree) -> dict[int, Node | None]:
-    """Body of every scope in the file by scope node id, so signatures stop where bodies start."""
+def _scope_bodies(
+    syntax: SyntaxTree, tree: Tree, start: int = 0, end: int | None = None
+) -> dict[int, Node | None]:
+    """Body of every scope in the file (or overlapping bytes [start, end)) by scope node id,
+    so signatures stop where bodies start."""
     query = query_for(syntax.language_id, "scopes")
     if query is None:
         return {}
     return {
         captures["scope"][0].id: captures["scope.body"][0] if "scope.body" in captures else None
-        for _, captures in QueryCursor(query).matches(tree.root_node)
+        for _, captures in _cursor(query, start, end).matches(tree.root_node)
     }
 
 
