@@ -180,7 +180,6 @@ class CompletionEngine:
         backend = self.backends.ready()
         if backend is None:
             return None
-        await self.workspace.settle(document.uri)
         built = self.contexts.build(document, row, column, self._context_options(backend))
         context_ms = (time.perf_counter() - started) * 1000
         if built is None:
@@ -229,7 +228,6 @@ class CompletionEngine:
         backend = self.backends.ready()
         if backend is None:
             return []
-        await self.workspace.settle(document.uri)
         built = self.contexts.build(document, row, column, self._context_options(backend))
         if built is None:
             return []

@@ -5,9 +5,11 @@ edit was); the outline of each document (imports, definitions) is refreshed in t
 background after typing pauses, so requests read it without waiting.
 
 Nothing here grows with the number of open documents per keystroke or per pause: outlines
-are refreshed a few documents per pause (the one typed in first), each parsed off the event
+are refreshed a few documents per pause (the one typed in first), one per turn of the event
 loop, and only the documents touched last keep their trees (a tree costs several times its
-text; the others parse again on demand).
+text; the others parse again on demand). A parse not expected to be cheap waits until typing
+in its document has paused for `IDLE_PARSE_SECONDS`; requests meanwhile get text-only
+context.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import asyncio
 import contextlib
 import re
 from collections import OrderedDict, deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from lsp_spark.documents import (
@@ -31,17 +33,20 @@ from lsp_spark.privacy.exclusion import Exclusions
 from lsp_spark.scheduler import Deadline
 from lsp_spark.syntax import outline
 from lsp_spark.syntax.grammars import query_for
-from lsp_spark.syntax.trees import REQUEST_PARSE_SECONDS, SyntaxStore, SyntaxTree
+from lsp_spark.syntax.trees import SyntaxStore, SyntaxTree
 
 OUTLINE_REFRESH_DELAY = 0.3
 OUTLINES_PER_PAUSE = 8
 """Documents whose outline is refreshed per pause in typing, one after the other."""
-OUTLINE_SLICE_BYTES = 8192
-"""A document's outline is read this much at a time, the event loop free in between."""
 MAX_OUTLINE_DEFINITIONS = 2000
 MAX_OUTLINE_IMPORTS = 200
 INDENT_SAMPLE_LINES = 4000
 """The indentation unit is read from the first lines, enough to see it."""
+IDLE_PARSE_SECONDS = 1.0
+"""How long typing in a document pauses before a parse that is not expected to be cheap
+runs (it holds the event loop: a 50,000-line file with an unclosed call takes a second)."""
+_RISKY = re.compile(r"[()\[\]{}\"'`]")
+"""Characters whose insertion can change a tree far beyond the edit."""
 KEPT_TREES = 16
 """Documents that keep their syntax tree between uses: the ones touched last."""
 RECENT_EDITS = 16
@@ -91,6 +96,11 @@ def worth_parsing(text: str) -> bool:
     return len(text) <= MAX_PARSED_CHARS and MINIFIED_LINE.search(text) is None
 
 
+def _refresh_if_cheap(syntax: SyntaxTree) -> None:
+    if syntax.cheap():
+        syntax.refresh()
+
+
 class Workspace:
     def __init__(self) -> None:
         self.documents = DocumentStore()
@@ -107,6 +117,8 @@ class Workspace:
         self._touched: OrderedDict[str, None] = OrderedDict()
         """Documents with a syntax tree, the one touched last at the end."""
         self._last_opened: str | None = None
+        self._edited_at: dict[str, float] = {}
+        """When each document was last edited, by the event loop's clock."""
         self._stamp = ChangeStamp()
 
     def stamp_except(self, uri: str) -> int | None:
@@ -135,8 +147,12 @@ class Workspace:
         edits = self.documents.change(uri, version, changes, encoding)
         self._stamp.changed(uri)
         self.syntax.change(uri, edits)
-        if self.syntax.get(uri) is not None:
+        if (syntax := self.syntax.get(uri)) is not None:
             self._touch(uri)
+            if any(_RISKY.search(text) for _, _, text in changes):
+                syntax.mark_risky()
+            with contextlib.suppress(RuntimeError):
+                self._edited_at[uri] = asyncio.get_running_loop().time()
         if self.exclusions.excludes(uri):
             return
         for edit in edits:
@@ -159,13 +175,14 @@ class Workspace:
                 self._schedule_outline(uri, first=False)
 
     def _prepare(self, uri: str) -> None:
-        """Start parsing the file opened last (the one the user looks at; not each of a
-        thousand opened at once) and compile the query a first request uses; the outline's
-        queries are compiled by the outline refresh, off the keystroke path."""
+        """Parse the file opened last (the one the user looks at; not each of a thousand
+        opened at once) when that is cheap, and compile the query a first request uses; the
+        outline's queries are compiled by the outline refresh, off the keystroke path."""
         syntax = self.syntax.get(uri)
         if syntax is not None and uri == self._last_opened:
             self._touch(uri)
-            syntax.parse_off_loop()
+            if syntax.cheap():
+                syntax.refresh()
             query_for(syntax.language_id, "scopes")
 
     def close(self, uri: str) -> None:
@@ -175,6 +192,7 @@ class Workspace:
         self.outlines.pop(uri, None)
         self._stale_outlines.pop(uri, None)
         self._touched.pop(uri, None)
+        self._edited_at.pop(uri, None)
         self._stamp.changed_everywhere()
 
     def tree(self, uri: str) -> SyntaxTree | None:
@@ -186,33 +204,21 @@ class Workspace:
         return syntax
 
     def cheap_tree(self, uri: str) -> SyntaxTree | None:
-        """The document's tree when reading it costs little (current, or a reparse on the
-        event loop is expected to be quick); else None, for text-only context, while the
-        parse goes on off the loop."""
+        """The document's tree when reading it is expected to cost little (see
+        `SyntaxTree.cheap`); else None, for text-only context, while the reparse waits for
+        a pause in typing (the outline refresh does it)."""
         syntax = self.tree(uri)
-        if syntax is None or syntax.cheap():
-            return syntax
-        with contextlib.suppress(RuntimeError):
-            syntax.parse_off_loop()
-        return None
-
-    async def settle(self, uri: str, seconds: float = REQUEST_PARSE_SECONDS) -> None:
-        """Give the document's parse up to `seconds` off the event loop, so the request
-        that follows finds its tree current, or (when that was not enough, see
-        `cheap_tree`) goes on without it."""
-        syntax = self.tree(uri)
-        if syntax is not None:
-            await syntax.parsed_within(seconds)
+        return syntax if syntax is None or syntax.cheap() else None
 
     def parse_soon(self, uri: str, delay: float = 0.0) -> None:
-        """Bring the tree up to date, off the event loop, once the step in hand is done (its
-        answer written, or its request sent and waiting for the model), or `delay` seconds
-        later: the checks of a suggestion and the next row's context then find the tree
+        """Bring the tree up to date once the step in hand is done (its answer written, or
+        its request sent and waiting for the model), or `delay` seconds later, when that is
+        cheap: the checks of a suggestion and the next row's context then find the tree
         current."""
         syntax = self.syntax.get(uri)
         if syntax is not None:
             with contextlib.suppress(RuntimeError):
-                asyncio.get_running_loop().call_later(delay, syntax.parse_off_loop)
+                asyncio.get_running_loop().call_later(delay, _refresh_if_cheap, syntax)
 
     def _touch(self, uri: str) -> None:
         """Note a use of the document's tree; the trees of documents not used for longest
@@ -240,8 +246,11 @@ class Workspace:
             self._refreshing = asyncio.get_running_loop().create_task(self._refresh_some())
 
     async def _refresh_some(self) -> None:
-        """Up to `OUTLINES_PER_PAUSE` outlines, each parsed off the loop first; the rest
-        wait for the next pause."""
+        """Up to `OUTLINES_PER_PAUSE` outlines, one per turn of the event loop. A document
+        whose parse is not expected to be cheap (see `SyntaxTree.cheap`) waits until its
+        typing has paused for `IDLE_PARSE_SECONDS`: its parse and queries (a second or more
+        for 50,000 lines) hold the event loop, and cannot be split or moved off it."""
+        loop = asyncio.get_running_loop()
         for _ in range(OUTLINES_PER_PAUSE):
             if not self._stale_outlines:
                 return
@@ -249,52 +258,41 @@ class Workspace:
             syntax = self.syntax.get(uri)
             if syntax is None:
                 continue
-            await syntax.parse_off_loop()
-            if self.syntax.get(uri) is not syntax:
-                continue  # closed or reopened meanwhile
-            if not syntax.current:
-                self._stale_outlines[uri] = None  # edited meanwhile: its turn comes again
-                continue
-            version = syntax.version
-            for _ in self._read_outline(uri, syntax):
-                await asyncio.sleep(0)  # a keystroke waits for one slice at most
-                if (
-                    self.syntax.get(uri) is not syntax
-                    or not syntax.current
-                    or syntax.version != version
-                ):
-                    self._stale_outlines[uri] = None  # edited meanwhile: its turn comes again
-                    break
+            idle_at = self._edited_at.get(uri, 0.0) + IDLE_PARSE_SECONDS
+            if not syntax.cheap() and loop.time() < idle_at:
+                self._stale_outlines[uri] = None
+                self._stale_outlines.move_to_end(uri, last=False)
+                self._pause.push(idle_at)
+                return
+            self.refresh_outline(uri)
             if uri not in self._touched:
                 syntax.drop()
+            await asyncio.sleep(0)  # a keystroke waits for one document at most
         if self._stale_outlines:
-            self._pause.push(asyncio.get_running_loop().time() + OUTLINE_REFRESH_DELAY)
+            self._pause.push(loop.time() + OUTLINE_REFRESH_DELAY)
 
     def refresh_outline(self, uri: str) -> None:
-        """The document's outline, now (parsing it on the event loop if need be)."""
+        """The document's outline, now (parsing it if need be)."""
         self._stale_outlines.pop(uri, None)
         syntax = self.syntax.get(uri)
         if syntax is not None:
-            for _ in self._read_outline(uri, syntax):
-                pass
+            self._store_outline(
+                uri,
+                syntax,
+                outline.imports(syntax),
+                outline.definitions(syntax)[:MAX_OUTLINE_DEFINITIONS],
+            )
 
-    def _read_outline(self, uri: str, syntax: SyntaxTree) -> Iterator[None]:
-        """Read the outline a slice of `OUTLINE_SLICE_BYTES` at a time, pausing after each,
-        and store it once read whole (or `MAX_OUTLINE_DEFINITIONS` found): the caller stops
-        asking for more when the document changes meanwhile."""
+    def _store_outline(
+        self,
+        uri: str,
+        syntax: SyntaxTree,
+        imports: list[tuple[int, int, str]],
+        definitions: list[outline.Definition],
+    ) -> None:
         if self.exclusions.excludes(uri):
             return
         document = syntax.document
-        imports: list[tuple[int, int, str]] = []
-        definitions: list[outline.Definition] = []
-        for start in range(0, max(document.byte_length, 1), OUTLINE_SLICE_BYTES):
-            end = start + OUTLINE_SLICE_BYTES
-            imports.extend(outline.imports_in(syntax, start, end))
-            definitions.extend(outline.definitions_in(syntax, start, end))
-            if len(definitions) >= MAX_OUTLINE_DEFINITIONS:
-                break
-            yield
-        definitions = definitions[:MAX_OUTLINE_DEFINITIONS]
         signatures: dict[str, str] = {}
         for definition in definitions:
             signatures.setdefault(definition.name, definition.signature)

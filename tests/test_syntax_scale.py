@@ -12,7 +12,12 @@ from tree_sitter import Node
 from lsp_spark import workspace as workspace_module
 from lsp_spark.documents import Document, PositionEncoding, _split_lines
 from lsp_spark.syntax import boundaries, outline, walks
-from lsp_spark.syntax.trees import CHEAP_FIRST_PARSE_BYTES, SyntaxStore, SyntaxTree
+from lsp_spark.syntax.trees import (
+    CHEAP_FIRST_PARSE_BYTES,
+    CHEAP_PARSE_SECONDS,
+    SyntaxStore,
+    SyntaxTree,
+)
 from lsp_spark.testing.cerebras_server import CerebrasTestServer
 from lsp_spark.workspace import KEPT_TREES, OUTLINES_PER_PAUSE, Workspace
 from tests.conftest import (
@@ -115,30 +120,42 @@ def test_counting_errors_stops_after_a_bounded_number_of_nodes() -> None:
     assert outline.errors_in(tree.root_node, limit=10) <= 10
 
 
-async def test_a_parse_off_the_loop_replays_the_edits_made_meanwhile() -> None:
-    text = "def f(a):\n    return a\n" * 2000
-    document = Document("file:///big.py", "python", 1, text)
-    syntax = SyntaxStore().open(document)
-    assert syntax is not None and not syntax.current
-    landed = syntax.parse_off_loop()
-    edit = document.apply_change((0, 0), (0, 0), "x = 1\n", PositionEncoding.UTF16)
-    syntax.edit(edit)
-    await landed
-    assert not syntax.current  # the edit came after the snapshot the thread parsed
-    assert await syntax.parsed_within(60.0)
-    fresh = syntax_of(document.text, "file:///fresh.py")
-    assert str(syntax.tree.root_node) == str(fresh.tree.root_node)
-
-
-async def test_a_big_first_parse_is_not_cheap_and_a_request_does_not_wait_for_it() -> None:
+def test_a_big_first_parse_or_a_bracket_typed_in_a_big_file_is_not_cheap() -> None:
     text = "value = compute(1)\n" * (CHEAP_FIRST_PARSE_BYTES // 10)
     files = Workspace()
-    files.open("file:///big.py", "python", 1, text)
-    syntax = files.tree("file:///big.py")
+    uri = "file:///big.py"
+    files.open(uri, "python", 1, text)
+    syntax = files.tree(uri)
     assert syntax is not None and not syntax.cheap()
-    assert files.cheap_tree("file:///big.py") is None
-    await files.settle("file:///big.py", 60.0)
-    assert syntax.current and files.cheap_tree("file:///big.py") is syntax
+    assert files.cheap_tree(uri) is None
+    syntax.refresh()
+    assert files.cheap_tree(uri) is syntax
+    files.change(uri, 2, [((5, 0), (5, 0), "x")], PositionEncoding.UTF16)
+    assert syntax.cheap() == ((syntax.last_parse_seconds or 0.0) <= CHEAP_PARSE_SECONDS)
+    files.change(uri, 3, [((5, 1), (5, 1), "(")], PositionEncoding.UTF16)
+    assert not syntax.cheap() and files.cheap_tree(uri) is None
+    small = Workspace()
+    small.open("file:///small.py", "python", 1, "x = 1\n")
+    small.change("file:///small.py", 2, [((0, 5), (0, 5), "(")], PositionEncoding.UTF16)
+    assert small.cheap_tree("file:///small.py") is not None
+
+
+async def test_a_costly_parse_waits_for_a_pause_in_typing(loop_clock: LoopClock) -> None:
+    text = "value = compute(1)\n" * (CHEAP_FIRST_PARSE_BYTES // 10)
+    files = Workspace()
+    uri = "file:///big.py"
+    files.open(uri, "python", 1, text)
+    files.change(uri, 2, [((5, 0), (5, 0), "(")], PositionEncoding.UTF16)
+    syntax = files.tree(uri)
+    assert syntax is not None and not syntax.current
+    await loop_clock.advance(workspace_module.OUTLINE_REFRESH_DELAY)
+    if files._refreshing is not None:
+        await files._refreshing
+    assert not syntax.current and uri not in files.outlines  # typing has not paused enough
+    await loop_clock.advance(workspace_module.IDLE_PARSE_SECONDS)
+    assert files._refreshing is not None
+    await files._refreshing
+    assert syntax.current and uri in files.outlines
 
 
 async def test_outlines_of_many_documents_refresh_a_few_per_pause_and_drop_their_trees(
@@ -178,33 +195,12 @@ def test_trees_are_kept_for_the_documents_touched_last_only() -> None:
 
 def test_an_outline_keeps_at_most_its_cap_of_definitions(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(workspace_module, "MAX_OUTLINE_DEFINITIONS", 5)
-    monkeypatch.setattr(workspace_module, "OUTLINE_SLICE_BYTES", 64)
     files = Workspace()
     text = "".join(f"def f{n}(a):\n    return a\n" for n in range(50))
     files.open("file:///capped.py", "python", 1, text)
-    syntax = files.tree("file:///capped.py")
-    assert syntax is not None
-    slices_read = sum(1 for _ in files._read_outline("file:///capped.py", syntax))
+    files.refresh_outline("file:///capped.py")
     names = [definition.name for definition in files.outlines["file:///capped.py"].definitions]
     assert names == ["f0", "f1", "f2", "f3", "f4"]
-    assert slices_read < len(text) // 64 // 2  # no more of the file read than needed
-
-
-def test_an_outline_read_in_slices_finds_what_a_whole_read_finds(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    text = "import os\n" + "".join(
-        f"class C{n}:\n    def m(self, a):\n        return a\n\nimport json\n" for n in range(40)
-    )
-    whole = Workspace()
-    whole.open("file:///w.py", "python", 1, text)
-    whole.refresh_outline("file:///w.py")
-    monkeypatch.setattr(workspace_module, "OUTLINE_SLICE_BYTES", 50)
-    sliced = Workspace()
-    sliced.open("file:///w.py", "python", 1, text)
-    sliced.refresh_outline("file:///w.py")
-    assert sliced.outlines["file:///w.py"] == whole.outlines["file:///w.py"]
-    assert len(whole.outlines["file:///w.py"].definitions) == 80
 
 
 _LINE_PATTERN = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")

@@ -82,6 +82,8 @@ def statement_end_at_or_before(syntax: SyntaxTree, row: int) -> int:
 STANDALONE_LIMIT = 4096
 """A statement up to this size is checked on its own: two small parses beat one
 incremental parse of the whole file, which tree-sitter-python makes nearly full."""
+IN_PLACE_LIMIT = 100_000
+"""Bytes of a file above which a suggestion is not checked by reparsing the whole file."""
 LOOK_BACK_BYTES = 256
 """Bytes read back at first for the code before the cursor (more when they are blank)."""
 
@@ -113,7 +115,7 @@ class SuggestionCheck:
 
     def added_errors(self, text: str) -> int:
         """How many syntax errors inserting `text` at the cursor adds (none known when the
-        tree could not be read without a costly parse: edits came in since the request)."""
+        tree cannot be read without a costly parse: edits came in since the request)."""
         if not self._syntax.cheap():
             return 0
         inserted = text.encode()
@@ -251,8 +253,14 @@ def _added_errors_in_place(syntax: SyntaxTree, byte_offset: int, inserted: bytes
     """The check in the whole document: parse incrementally from a copy of the tree with
     the text spliced in (one copy of the bytes: a read callback would leak them all, see
     `Document.utf8`), and count the errors of the top-level statements it touches. Skipped
-    (no error known) where the last parse of the file was costly: this one would be too."""
-    if (syntax.last_parse_seconds or 0.0) > CHEAP_PARSE_SECONDS:
+    (no error known) in a file over `IN_PLACE_LIMIT` bytes, or where the last parse of the
+    file was costly: a suggestion that opens or closes a bracket there changes the tree down
+    to the end of the file, and its parse costs what a fresh one does (a second for 50,000
+    lines), on the event loop."""
+    if (
+        syntax.document.byte_length > IN_PLACE_LIMIT
+        or (syntax.last_parse_seconds or 0.0) > CHEAP_PARSE_SECONDS
+    ):
         return 0
     tree = syntax.tree
     size = len(inserted)

@@ -186,35 +186,13 @@ def _per_version(
     return found
 
 
-def imports_in(syntax: SyntaxTree, start: int, end: int) -> list[tuple[int, int, str]]:
-    """`imports` that start in bytes [start, end): a file's outline is read a slice at a
-    time, so no one step costs as much as a whole 50,000-line file."""
-    return _find_imports(syntax, syntax.tree, start, end)
-
-
-def definitions_in(syntax: SyntaxTree, start: int, end: int) -> list[Definition]:
-    """`definitions` that start in bytes [start, end) (see `imports_in`)."""
-    return _find_definitions(syntax, syntax.tree, start, end)
-
-
-def _cursor(query: Query, start: int, end: int | None) -> QueryCursor:
-    cursor = QueryCursor(query)
-    if end is not None:
-        cursor.set_byte_range(start, end)  # matches that overlap the range: filtered below
-    return cursor
-
-
-def _find_imports(
-    syntax: SyntaxTree, tree: Tree, start: int = 0, end: int | None = None
-) -> list[tuple[int, int, str]]:
+def _find_imports(syntax: SyntaxTree, tree: Tree) -> list[tuple[int, int, str]]:
     query = query_for(syntax.language_id, "imports")
     if query is None:
         return []
-    nodes = _cursor(query, start, end).captures(tree.root_node).get("import", [])
+    nodes = QueryCursor(query).captures(tree.root_node).get("import", [])
     found: list[tuple[int, int, str]] = []
     for node in sorted(nodes, key=lambda node: (node.start_byte, -node.end_byte)):
-        if node.start_byte < start or (end is not None and node.start_byte >= end):
-            continue
         if found and node.end_byte <= found[-1][1]:
             continue  # inside an import already listed
         source = syntax.document.utf8_between(node.start_byte, node.end_byte).rstrip()
@@ -222,21 +200,17 @@ def _find_imports(
     return found
 
 
-def _find_definitions(
-    syntax: SyntaxTree, tree: Tree, start: int = 0, end: int | None = None
-) -> list[Definition]:
+def _find_definitions(syntax: SyntaxTree, tree: Tree) -> list[Definition]:
     query = query_for(syntax.language_id, "definitions")
     if query is None:
         return []
-    bodies = _scope_bodies(syntax, tree, start, end)
+    bodies = _scope_bodies(syntax, tree)
     # When patterns overlap (a const bound to a function), the first pattern names the kind.
     chosen: dict[int, tuple[int, Node, Node]] = {}
-    for pattern, captures in _cursor(query, start, end).matches(tree.root_node):
+    for pattern, captures in QueryCursor(query).matches(tree.root_node):
         if "definition" not in captures or "name" not in captures:
             continue
         node = captures["definition"][0]
-        if node.start_byte < start or (end is not None and node.start_byte >= end):
-            continue
         kept = chosen.get(node.id)
         if kept is None or pattern < kept[0]:
             chosen[node.id] = (pattern, node, captures["name"][0])
@@ -255,17 +229,14 @@ def _find_definitions(
     ]
 
 
-def _scope_bodies(
-    syntax: SyntaxTree, tree: Tree, start: int = 0, end: int | None = None
-) -> dict[int, Node | None]:
-    """Body of every scope in the file (or overlapping bytes [start, end)) by scope node id,
-    so signatures stop where bodies start."""
+def _scope_bodies(syntax: SyntaxTree, tree: Tree) -> dict[int, Node | None]:
+    """Body of every scope in the file by scope node id, so signatures stop where bodies start."""
     query = query_for(syntax.language_id, "scopes")
     if query is None:
         return {}
     return {
         captures["scope"][0].id: captures["scope.body"][0] if "scope.body" in captures else None
-        for _, captures in _cursor(query, start, end).matches(tree.root_node)
+        for _, captures in QueryCursor(query).matches(tree.root_node)
     }
 
 

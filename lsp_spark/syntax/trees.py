@@ -5,22 +5,20 @@ someone asks for the tree, so a burst of keystrokes between two completion reque
 incremental parse.
 
 A parse can cost far more than a keystroke may: a fresh 50,000-line file, or an unclosed call
-typed in the middle of one (tree-sitter then nests the rest of the file inside the call, and
-even the incremental reparse takes 0.3-1 s). So a request gives the parse a bound: it runs on
-`PARSE_THREAD` (py-tree-sitter lets go of the GIL while it parses bytes), the request waits for
-it at most `REQUEST_PARSE_SECONDS` (`Workspace.settle`), and when that is not enough it goes on
-without a tree (text-only context) while the parse finishes off the keystroke path. Tree-sitter's
-own way of stopping a parse, its progress callback, only works with a read callback, which
-py-tree-sitter 0.26 leaks (see `Document.utf8`). On the event loop a tree is only reparsed when
-that is expected to cost little (`cheap`).
+typed in the middle of a big one (tree-sitter then nests the rest of the file inside the call,
+and even the incremental reparse takes 0.3-1 s). It cannot be moved off the event loop:
+py-tree-sitter 0.26 holds the GIL while it parses (and while a query runs), so a parse on
+another thread stops the loop all the same; and tree-sitter's way of stopping a parse early,
+its progress callback, works only with a read callback, whose every chunk py-tree-sitter 0.26
+leaks (see `Document.utf8`). So a request reads the tree only when a reparse is expected to be
+cheap (`cheap`), and otherwise goes on with text-only context; the costly reparse waits for a
+pause in typing (`Workspace`).
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 
 from tree_sitter import Language, Parser, Tree
 
@@ -28,26 +26,12 @@ from lsp_spark.documents import ByteEdit, Document
 from lsp_spark.languages import profile_for
 from lsp_spark.syntax.grammars import canonical, language_for
 
-PARSE_THREAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lsp-spark-parse")
-"""One thread, so parses off the loop queue up instead of taking both cores from the model."""
-REQUEST_PARSE_SECONDS = 0.025
-"""How long a request waits for its document's parse before it goes on without the tree."""
 CHEAP_PARSE_SECONDS = 0.025
-"""A parse expected to take longer than this does not run on the event loop."""
+"""A reparse expected to take longer than this is not run while the user types."""
 CHEAP_FIRST_PARSE_BYTES = 100_000
-"""A first parse of more than this is not expected to be cheap (about 3 MB/s for Python)."""
-
-_thread_parsers: dict[Language, Parser] = {}
-"""Parsers used on `PARSE_THREAD` only: a parser is not to be shared between threads."""
-
-
-def _parse_on_thread(language: Language, source: bytes, old: Tree | None) -> tuple[Tree, float]:
-    parser = _thread_parsers.get(language)
-    if parser is None:
-        parser = _thread_parsers[language] = Parser(language)
-    started = time.perf_counter()
-    tree = parser.parse(source) if old is None else parser.parse(source, old)
-    return tree, time.perf_counter() - started
+"""A file above this size is not expected to parse cheaply without a parse to go by (a first
+parse, or after an edit that adds a bracket or quote: it can re-nest the rest of the file);
+tree-sitter-python parses about 3 MB/s."""
 
 
 class SyntaxTree:
@@ -55,14 +39,11 @@ class SyntaxTree:
 
     __slots__ = (
         "__weakref__",
-        "_background",
-        "_background_started",
         "_blank_insertion",
         "_blank_lines_ignored",
-        "_edits_since",
-        "_generation",
         "_parse_seconds",
         "_parser",
+        "_risky",
         "_stale",
         "_tree",
         "document",
@@ -91,14 +72,8 @@ class SyntaxTree:
         self._blank_lines_ignored = profile_for(language_id).blank_lines_ignored
         self._parse_seconds: float | None = None
         """How long the last parse took (None: none yet)."""
-        self._background: asyncio.Future[None] | None = None
-        """The parse running on `PARSE_THREAD`, if one is."""
-        self._background_started = 0.0
-        self._edits_since: list[ByteEdit] = []
-        """Edits made while the parse off the loop runs, to replay on its tree."""
-        self._generation = 0
-        """Bumped when the tree is replaced on the loop: a parse off the loop started
-        before that is older than the tree, and is dropped when it lands."""
+        self._risky = False
+        """An edit since the last parse may have changed the tree far beyond itself."""
 
     def __repr__(self) -> str:
         return f"SyntaxTree({self.document.uri!r}, {self.language_id!r}, version={self.version})"
@@ -106,7 +81,14 @@ class SyntaxTree:
     def edit(self, edit: ByteEdit) -> None:
         """Record an edit already applied to the document; the reparse waits for ``tree``."""
         if self._tree is not None:
-            _record_edit(self._tree, edit)
+            self._tree.edit(
+                start_byte=edit.start_byte,
+                old_end_byte=edit.old_end_byte,
+                new_end_byte=edit.new_end_byte,
+                start_point=edit.start_point,
+                old_end_point=edit.old_end_point,
+                new_end_point=edit.new_end_point,
+            )
         reusable = (
             edit.blank_after_code
             and not self._stale
@@ -116,89 +98,30 @@ class SyntaxTree:
         )
         self._blank_insertion = (edit.start_byte, edit.new_end_byte) if reusable else None
         self._stale = True
-        if self._background is not None:
-            self._edits_since.append(edit)
+
+    def mark_risky(self) -> None:
+        """Note an edit that added a bracket or quote: until the next parse, the cost of one
+        is judged by the file's size, not by the last parse."""
+        self._risky = True
 
     @property
     def current(self) -> bool:
         """Whether the tree matches the text: reading it costs no parse."""
         return not self._stale and self._tree is not None
 
-    def cheap(self) -> bool:
-        """Whether bringing the tree current on the event loop is expected to cost little:
-        the last parse did, and no parse off the loop has been running for longer."""
-        if self.current:
-            return True
-        if self._background is not None and (
-            time.perf_counter() - self._background_started > CHEAP_PARSE_SECONDS
-        ):
-            return False
-        if self._parse_seconds is None:
-            return self.document.byte_length <= CHEAP_FIRST_PARSE_BYTES
-        return self._parse_seconds <= CHEAP_PARSE_SECONDS
-
     @property
     def last_parse_seconds(self) -> float | None:
-        """How long the last parse took (None: none yet), what a reparse of an edited copy
-        of the tree is expected to cost."""
+        """How long the last parse took (None: none yet)."""
         return self._parse_seconds
 
-    def parse_off_loop(self) -> asyncio.Future[None]:
-        """Start bringing the tree current on `PARSE_THREAD`, unless that is running already;
-        the future is done when this parse lands (the tree is current then unless edits
-        came in meanwhile). Needs a running event loop."""
-        loop = asyncio.get_running_loop()
-        if self._background is not None:
-            return self._background
-        done: asyncio.Future[None] = loop.create_future()
+    def cheap(self) -> bool:
+        """Whether bringing the tree current is expected to cost little: it is current, or
+        the last parse was quick (or, with none to go by, the file is small)."""
         if self.current:
-            done.set_result(None)
-            return done
-        self._background, self._background_started = done, time.perf_counter()
-        self._edits_since = []
-        generation = self._generation
-        # A copy: the loop goes on editing this document's tree while the thread reads it.
-        old = None if self._tree is None else self._tree.copy()
-        parsing = loop.run_in_executor(
-            PARSE_THREAD, _parse_on_thread, self.language, self.document.utf8, old
-        )
-        parsing.add_done_callback(lambda landed: self._land(landed, generation, done))
-        return done
-
-    def _land(
-        self,
-        landed: asyncio.Future[tuple[Tree, float]],
-        generation: int,
-        done: asyncio.Future[None],
-    ) -> None:
-        """Install a parse made off the loop, with the edits made since replayed on it."""
-        self._background = None
-        edits, self._edits_since = self._edits_since, []
-        if not done.done():
-            done.set_result(None)
-        if landed.cancelled() or landed.exception() is not None:
-            return
-        tree, seconds = landed.result()
-        self._parse_seconds = seconds
-        if generation != self._generation:
-            return  # the loop parsed a newer state meanwhile
-        for edit in edits:
-            _record_edit(tree, edit)
-        self._tree = tree
-        self._stale = bool(edits)
-        self._blank_insertion = None
-        self.version += 1
-
-    async def parsed_within(self, seconds: float) -> bool:
-        """Whether the tree is current, after waiting at most `seconds` for parses off the
-        loop (the one running may have started before the last edits: then another)."""
-        deadline = time.perf_counter() + seconds
-        while not self.current:
-            left = deadline - time.perf_counter()
-            if left <= 0:
-                return False
-            await asyncio.wait({self.parse_off_loop()}, timeout=left)
-        return True
+            return True
+        if self._parse_seconds is None or self._risky:
+            return self.document.byte_length <= CHEAP_FIRST_PARSE_BYTES
+        return self._parse_seconds <= CHEAP_PARSE_SECONDS
 
     def drop(self) -> None:
         """Forget the tree (its memory); the next use parses the document afresh."""
@@ -206,7 +129,6 @@ class SyntaxTree:
         self._stale = True
         self._blank_insertion = None
         self._parse_seconds = None
-        self._generation += 1
 
     @property
     def tree(self) -> Tree:
@@ -228,7 +150,7 @@ class SyntaxTree:
         return self.refresh()
 
     def refresh(self) -> Tree:
-        """The current tree, parsed on the event loop if need be (whatever it costs)."""
+        """The current tree, reparsed if need be (whatever it costs: see `cheap`)."""
         if self._stale or self._tree is None:
             source = self.document.utf8
             old = self._tree
@@ -237,22 +159,11 @@ class SyntaxTree:
                 self._parser.parse(source) if old is None else self._parser.parse(source, old)
             )
             self._parse_seconds = time.perf_counter() - started
+            self._risky = False
             self._stale = False
             self._blank_insertion = None
-            self._generation += 1
             self.version += 1
         return self._tree
-
-
-def _record_edit(tree: Tree, edit: ByteEdit) -> None:
-    tree.edit(
-        start_byte=edit.start_byte,
-        old_end_byte=edit.old_end_byte,
-        new_end_byte=edit.new_end_byte,
-        start_point=edit.start_point,
-        old_end_point=edit.old_end_point,
-        new_end_point=edit.new_end_point,
-    )
 
 
 class SyntaxStore:
