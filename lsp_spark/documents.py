@@ -101,6 +101,8 @@ def _split_lines(text: str) -> list[str]:
     if "\r" not in text:
         # Splitting on one character runs at memory speed; the pattern below walks a
         # 5 MB minified line character by character on every keystroke.
+        if text and text.find("\n") == len(text) - 1:
+            return [text, ""]  # one whole line, the usual keystroke's: no copy of it
         parts = text.split("\n")
         return [part + "\n" for part in parts[:-1]] + [parts[-1]]
     lines: list[str] = _LINE_RE.findall(text)

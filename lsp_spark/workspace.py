@@ -119,6 +119,8 @@ class Workspace:
         self._last_opened: str | None = None
         self._edited_at: dict[str, float] = {}
         """When each document was last edited, by the event loop's clock."""
+        self._last_edit = 0.0
+        """When any document was last edited: an outline refresh under way stops then."""
         self._stamp = ChangeStamp()
 
     def stamp_except(self, uri: str) -> int | None:
@@ -147,12 +149,13 @@ class Workspace:
         edits = self.documents.change(uri, version, changes, encoding)
         self._stamp.changed(uri)
         self.syntax.change(uri, edits)
+        with contextlib.suppress(RuntimeError):
+            self._last_edit = asyncio.get_running_loop().time()
         if (syntax := self.syntax.get(uri)) is not None:
             self._touch(uri)
+            self._edited_at[uri] = self._last_edit
             if any(_RISKY.search(text) for _, _, text in changes):
                 syntax.mark_risky()
-            with contextlib.suppress(RuntimeError):
-                self._edited_at[uri] = asyncio.get_running_loop().time()
         if self.exclusions.excludes(uri):
             return
         for edit in edits:
@@ -251,9 +254,12 @@ class Workspace:
         typing has paused for `IDLE_PARSE_SECONDS`: its parse and queries (a second or more
         for 50,000 lines) hold the event loop, and cannot be split or moved off it."""
         loop = asyncio.get_running_loop()
+        started = loop.time()
         for _ in range(OUTLINES_PER_PAUSE):
             if not self._stale_outlines:
                 return
+            if self._last_edit > started:
+                break  # typing again: the rest waits for the next pause
             uri, _ = self._stale_outlines.popitem(last=False)
             syntax = self.syntax.get(uri)
             if syntax is None:
