@@ -47,6 +47,8 @@ IDLE_PARSE_SECONDS = 1.0
 runs (it holds the event loop: a 50,000-line file with an unclosed call takes a second)."""
 _RISKY = re.compile(r"[()\[\]{}\"'`]")
 """Characters whose insertion can change a tree far beyond the edit."""
+OPENING_PAUSE = 0.02
+"""Seconds without another file opened before the one opened last is parsed."""
 KEPT_TREES = 16
 """Documents that keep their syntax tree between uses: the ones touched last."""
 RECENT_EDITS = 16
@@ -117,6 +119,8 @@ class Workspace:
         self._touched: OrderedDict[str, None] = OrderedDict()
         """Documents with a syntax tree, the one touched last at the end."""
         self._last_opened: str | None = None
+        self._opening = Deadline(self._prepare)
+        """Fires once a burst of opened files ends (an editor restoring a session)."""
         self._edited_at: dict[str, float] = {}
         """When each document was last edited, by the event loop's clock."""
         self._last_edit = 0.0
@@ -137,7 +141,7 @@ class Workspace:
         if self.syntax.open(document) is not None:
             self._last_opened = uri
             with contextlib.suppress(RuntimeError):
-                asyncio.get_running_loop().call_soon(self._prepare, uri)
+                self._opening.push(asyncio.get_running_loop().time() + OPENING_PAUSE)
         self._schedule_outline(uri, first=False)
         return document
 
@@ -177,12 +181,13 @@ class Workspace:
             elif uri not in self.outlines:
                 self._schedule_outline(uri, first=False)
 
-    def _prepare(self, uri: str) -> None:
+    def _prepare(self) -> None:
         """Parse the file opened last (the one the user looks at; not each of a thousand
         opened at once) when that is cheap, and compile the query a first request uses; the
         outline's queries are compiled by the outline refresh, off the keystroke path."""
-        syntax = self.syntax.get(uri)
-        if syntax is not None and uri == self._last_opened:
+        uri = self._last_opened
+        syntax = None if uri is None else self.syntax.get(uri)
+        if uri is not None and syntax is not None:
             self._touch(uri)
             if syntax.cheap():
                 syntax.refresh()
