@@ -3,6 +3,13 @@
 Per keystroke only the cheap parts run (text splice, tree edit, a note of where the
 edit was); the outline of each document (imports, definitions) is refreshed in the
 background after typing pauses, so requests read it without waiting.
+
+Nothing here grows with the number of open documents per keystroke or per pause: outlines
+are refreshed a few documents per pause (the one typed in first), one per turn of the event
+loop, and only the documents touched last keep their trees (a tree costs several times its
+text; the others parse again on demand). A parse not expected to be cheap waits until typing
+in its document has paused for `IDLE_PARSE_SECONDS`; requests meanwhile get text-only
+context.
 """
 
 from __future__ import annotations
@@ -10,10 +17,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from functools import partial
 
 from lsp_spark.documents import (
     Change,
@@ -30,6 +36,21 @@ from lsp_spark.syntax.grammars import query_for
 from lsp_spark.syntax.trees import SyntaxStore, SyntaxTree
 
 OUTLINE_REFRESH_DELAY = 0.3
+OUTLINES_PER_PAUSE = 8
+"""Documents whose outline is refreshed per pause in typing, one after the other."""
+MAX_OUTLINE_DEFINITIONS = 2000
+MAX_OUTLINE_IMPORTS = 200
+INDENT_SAMPLE_LINES = 4000
+"""The indentation unit is read from the first lines, enough to see it."""
+IDLE_PARSE_SECONDS = 1.0
+"""How long typing in a document pauses before a parse that is not expected to be cheap
+runs (it holds the event loop: a 50,000-line file with an unclosed call takes a second)."""
+_RISKY = re.compile(r"[()\[\]{}\"'`]")
+"""Characters whose insertion can change a tree far beyond the edit."""
+OPENING_PAUSE = 0.02
+"""Seconds without another file opened before the one opened last is parsed."""
+KEPT_TREES = 16
+"""Documents that keep their syntax tree between uses: the ones touched last."""
 RECENT_EDITS = 16
 NEARBY_ROWS = 3
 
@@ -42,7 +63,8 @@ class Outline:
     """Each import statement's first row and text."""
     definitions: tuple[outline.Definition, ...] = ()
     indent_unit: str | None = None
-    """Detected over the whole document: a cursor window full of docstrings misleads."""
+    """Detected over the document's first `INDENT_SAMPLE_LINES`: a cursor window full of
+    docstrings misleads."""
     signatures: dict[str, str] = field(default_factory=dict)
     """Each defined name's signature (the first definition wins), for lookups per request."""
 
@@ -72,8 +94,13 @@ MINIFIED_LINE = re.compile(r"[^\n]{20000}")
 
 def worth_parsing(text: str) -> bool:
     """Huge and minified files get text-only context: their trees and outlines would cost
-    seconds on the event loop for nothing a suggestion needs."""
+    seconds for nothing a suggestion needs."""
     return len(text) <= MAX_PARSED_CHARS and MINIFIED_LINE.search(text) is None
+
+
+def _refresh_if_cheap(syntax: SyntaxTree) -> None:
+    if syntax.cheap():
+        syntax.refresh()
 
 
 class Workspace:
@@ -85,7 +112,19 @@ class Workspace:
         self.exclusions = Exclusions()
         """Excluded documents get no outline and no recent-edit record, so no context
         source can ever reach their text."""
-        self._refreshes: dict[str, Deadline] = {}
+        self._stale_outlines: OrderedDict[str, None] = OrderedDict()
+        """Documents whose outline waits for a refresh, the next to refresh first."""
+        self._pause = Deadline(self._refresh_outlines)
+        self._refreshing: asyncio.Task[None] | None = None
+        self._touched: OrderedDict[str, None] = OrderedDict()
+        """Documents with a syntax tree, the one touched last at the end."""
+        self._last_opened: str | None = None
+        self._opening = Deadline(self._prepare)
+        """Fires once a burst of opened files ends (an editor restoring a session)."""
+        self._edited_at: dict[str, float] = {}
+        """When each document was last edited, by the event loop's clock."""
+        self._last_edit = 0.0
+        """When any document was last edited: an outline refresh under way stops then."""
         self._stamp = ChangeStamp()
 
     def stamp_except(self, uri: str) -> int | None:
@@ -100,9 +139,10 @@ class Workspace:
         if not worth_parsing(text):
             return document
         if self.syntax.open(document) is not None:
+            self._last_opened = uri
             with contextlib.suppress(RuntimeError):
-                asyncio.get_running_loop().call_soon(self._prepare, uri)
-        self._schedule_outline(uri)
+                self._opening.push(asyncio.get_running_loop().time() + OPENING_PAUSE)
+        self._schedule_outline(uri, first=False)
         return document
 
     def change(
@@ -113,6 +153,13 @@ class Workspace:
         edits = self.documents.change(uri, version, changes, encoding)
         self._stamp.changed(uri)
         self.syntax.change(uri, edits)
+        with contextlib.suppress(RuntimeError):
+            self._last_edit = asyncio.get_running_loop().time()
+        if (syntax := self.syntax.get(uri)) is not None:
+            self._touch(uri)
+            self._edited_at[uri] = self._last_edit
+            if any(_RISKY.search(text) for _, _, text in changes):
+                syntax.mark_risky()
         if self.exclusions.excludes(uri):
             return
         for edit in edits:
@@ -130,17 +177,20 @@ class Workspace:
             if exclusions.excludes(uri):
                 self.outlines.pop(uri, None)
                 self.recent.forget(uri)
-                if (deadline := self._refreshes.pop(uri, None)) is not None:
-                    deadline.cancel()
+                self._stale_outlines.pop(uri, None)
             elif uri not in self.outlines:
-                self._schedule_outline(uri)
+                self._schedule_outline(uri, first=False)
 
-    def _prepare(self, uri: str) -> None:
-        """Parse a newly opened file and compile the query a first request uses, right away;
-        the outline's queries are compiled by the outline refresh, off the keystroke path."""
-        syntax = self.syntax.get(uri)
-        if syntax is not None:
-            _ = syntax.tree
+    def _prepare(self) -> None:
+        """Parse the file opened last (the one the user looks at; not each of a thousand
+        opened at once) when that is cheap, and compile the query a first request uses; the
+        outline's queries are compiled by the outline refresh, off the keystroke path."""
+        uri = self._last_opened
+        syntax = None if uri is None else self.syntax.get(uri)
+        if uri is not None and syntax is not None:
+            self._touch(uri)
+            if syntax.cheap():
+                syntax.refresh()
             query_for(syntax.language_id, "scopes")
 
     def close(self, uri: str) -> None:
@@ -148,53 +198,122 @@ class Workspace:
         self.syntax.close(uri)
         self.recent.forget(uri)
         self.outlines.pop(uri, None)
+        self._stale_outlines.pop(uri, None)
+        self._touched.pop(uri, None)
+        self._edited_at.pop(uri, None)
         self._stamp.changed_everywhere()
-        if (deadline := self._refreshes.pop(uri, None)) is not None:
-            deadline.cancel()
 
     def tree(self, uri: str) -> SyntaxTree | None:
-        return self.syntax.get(uri)
+        """The document's tree, however much bringing it current costs (for code actions,
+        which the user asks for and waits on)."""
+        syntax = self.syntax.get(uri)
+        if syntax is not None:
+            self._touch(uri)
+        return syntax
+
+    def cheap_tree(self, uri: str) -> SyntaxTree | None:
+        """The document's tree when reading it is expected to cost little (see
+        `SyntaxTree.cheap`); else None, for text-only context, while the reparse waits for
+        a pause in typing (the outline refresh does it)."""
+        syntax = self.tree(uri)
+        return syntax if syntax is None or syntax.cheap() else None
 
     def parse_soon(self, uri: str, delay: float = 0.0) -> None:
         """Bring the tree up to date once the step in hand is done (its answer written, or
-        its request sent and waiting for the model), or `delay` seconds later: the checks
-        of a suggestion and the next row's context then find the tree current."""
+        its request sent and waiting for the model), or `delay` seconds later, when that is
+        cheap: the checks of a suggestion and the next row's context then find the tree
+        current."""
         syntax = self.syntax.get(uri)
         if syntax is not None:
             with contextlib.suppress(RuntimeError):
-                asyncio.get_running_loop().call_later(delay, syntax.refresh)
+                asyncio.get_running_loop().call_later(delay, _refresh_if_cheap, syntax)
 
-    def _schedule_outline(self, uri: str, delay: float = OUTLINE_REFRESH_DELAY) -> None:
-        """Refresh the outline after typing pauses; outside an event loop, only on request."""
+    def _touch(self, uri: str) -> None:
+        """Note a use of the document's tree; the trees of documents not used for longest
+        go beyond `KEPT_TREES` (their outlines stay)."""
+        self._touched[uri] = None
+        self._touched.move_to_end(uri)
+        while len(self._touched) > KEPT_TREES:
+            oldest, _ = self._touched.popitem(last=False)
+            if (syntax := self.syntax.get(oldest)) is not None:
+                syntax.drop()
+
+    def _schedule_outline(self, uri: str, *, first: bool = True) -> None:
+        """Queue the outline's refresh for the next pause in typing (`first`: before the
+        others queued); outside an event loop, only on request."""
         if self.exclusions.excludes(uri):
             return
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            return
-        deadline = self._refreshes.get(uri)
-        if deadline is None:
-            deadline = self._refreshes[uri] = Deadline(partial(self.refresh_outline, uri))
-        deadline.push(loop.time() + delay)
+        self._stale_outlines[uri] = None
+        self._stale_outlines.move_to_end(uri, last=not first)
+        with contextlib.suppress(RuntimeError):
+            self._pause.push(asyncio.get_running_loop().time() + OUTLINE_REFRESH_DELAY)
+
+    def _refresh_outlines(self) -> None:
+        """A pause in typing: refresh the next few outlines queued."""
+        if self._refreshing is None or self._refreshing.done():
+            self._refreshing = asyncio.get_running_loop().create_task(self._refresh_some())
+
+    async def _refresh_some(self) -> None:
+        """Up to `OUTLINES_PER_PAUSE` outlines, one per turn of the event loop. A document
+        whose parse is not expected to be cheap (see `SyntaxTree.cheap`) waits until its
+        typing has paused for `IDLE_PARSE_SECONDS`: its parse and queries (a second or more
+        for 50,000 lines) hold the event loop, and cannot be split or moved off it."""
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        for _ in range(OUTLINES_PER_PAUSE):
+            if not self._stale_outlines:
+                return
+            if self._last_edit > started:
+                break  # typing again: the rest waits for the next pause
+            uri, _ = self._stale_outlines.popitem(last=False)
+            syntax = self.syntax.get(uri)
+            if syntax is None:
+                continue
+            idle_at = self._edited_at.get(uri, 0.0) + IDLE_PARSE_SECONDS
+            if not syntax.cheap() and loop.time() < idle_at:
+                self._stale_outlines[uri] = None
+                self._stale_outlines.move_to_end(uri, last=False)
+                self._pause.push(idle_at)
+                return
+            self.refresh_outline(uri)
+            if uri not in self._touched:
+                syntax.drop()
+            await asyncio.sleep(0)  # a keystroke waits for one document at most
+        if self._stale_outlines:
+            self._pause.push(loop.time() + OUTLINE_REFRESH_DELAY)
 
     def refresh_outline(self, uri: str) -> None:
-        if (deadline := self._refreshes.pop(uri, None)) is not None:
-            deadline.cancel()
+        """The document's outline, now (parsing it if need be)."""
+        self._stale_outlines.pop(uri, None)
         syntax = self.syntax.get(uri)
-        if syntax is None or self.exclusions.excludes(uri):
+        if syntax is not None:
+            self._store_outline(
+                uri,
+                syntax,
+                outline.imports(syntax),
+                outline.definitions(syntax)[:MAX_OUTLINE_DEFINITIONS],
+            )
+
+    def _store_outline(
+        self,
+        uri: str,
+        syntax: SyntaxTree,
+        imports: list[tuple[int, int, str]],
+        definitions: list[outline.Definition],
+    ) -> None:
+        if self.exclusions.excludes(uri):
             return
-        definitions = tuple(outline.definitions(syntax))
+        document = syntax.document
         signatures: dict[str, str] = {}
         for definition in definitions:
             signatures.setdefault(definition.name, definition.signature)
-        refreshed = Outline(
+        self.outlines[uri] = Outline(
             imports=tuple(
-                (syntax.document.point_at(syntax.document.offset_at_byte(start))[0], text)
-                for start, _, text in outline.imports(syntax)
+                (document.point_at(document.offset_at_byte(start))[0], text)
+                for start, _, text in imports[:MAX_OUTLINE_IMPORTS]
             ),
-            definitions=definitions,
+            definitions=tuple(definitions),
             signatures=signatures,
-            indent_unit=detect_indent_unit(syntax.document.lines(0, syntax.document.line_count)),
+            indent_unit=detect_indent_unit(document.lines(0, INDENT_SAMPLE_LINES)),
         )
-        self.outlines[uri] = refreshed
         self._stamp.changed_everywhere()

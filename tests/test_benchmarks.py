@@ -146,6 +146,18 @@ def test_hostile_backends_each_get_an_answer_and_leave_the_next_request_working(
     assert len(backends["web page"]["messages"]) == 1
 
 
+def test_shapes_answers_every_keystroke_in_each_file_shape(tmp_path: Path) -> None:
+    report = run_tiny("shapes", tmp_path / "shapes.json")
+    shapes = report["shapes"]
+    assert len(shapes) == 6
+    for name, row in shapes.items():
+        assert row["keystrokes"] == len(report["typed"]) > 0, name
+        assert row["answered"] == row["keystrokes"], name
+        assert row["upstreamRequests"] > 0, name
+        assert row["VmRSS"] > 0, name
+    assert shapes["20 open documents of 20 KB"]["documents"] == 20
+
+
 def test_holes_gets_an_answer_for_every_hole_from_the_embedded_model(tmp_path: Path) -> None:
     report = run_tiny("holes", tmp_path / "holes.json")
     assert report["backend"] == "local"

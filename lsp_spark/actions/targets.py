@@ -11,6 +11,7 @@ from lsp_spark.documents import Document, PositionEncoding
 from lsp_spark.syntax.grammars import query_for
 from lsp_spark.syntax.outline import enclosing_scopes
 from lsp_spark.syntax.trees import SyntaxTree
+from lsp_spark.syntax.walks import MAX_ANCESTORS, ancestors, top_level_at
 
 FUNCTION_KINDS = frozenset({"function", "method"})
 # Lines just above a definition that belong to it: decorators, attributes, doc comments.
@@ -72,10 +73,8 @@ def target_at(
     if scopes:
         scope = scopes[-1]
         return _around(document, _node_spanning(root, scope.start_byte, scope.end_byte), scope.kind)
-    found = root.descendant_for_byte_range(byte_offset, byte_offset)
-    while found is not None and found.parent is not None and found.parent.parent is not None:
-        found = found.parent
-    if found is None or found.parent is None or not line.strip():
+    found = top_level_at(root, byte_offset)
+    if found is None or not line.strip():
         return None
     return _around(document, found, found.type, named=False)
 
@@ -124,12 +123,10 @@ def _selection(document: Document, start: tuple[int, int], end: tuple[int, int])
 
 def _node_spanning(root: Node, start_byte: int, end_byte: int) -> Node:
     node = root.descendant_for_byte_range(start_byte, end_byte) or root
-    while (
-        node.parent is not None
-        and node.parent.start_byte == start_byte
-        and node.parent.end_byte == end_byte
-    ):
-        node = node.parent
+    for parent in ancestors(node):  # bounded: see `walks`
+        if parent.start_byte != start_byte or parent.end_byte != end_byte:
+            break
+        node = parent
     return node
 
 
@@ -160,14 +157,16 @@ def _text(document: Document, node: Node) -> str:
 def _preceding(node: Node) -> Iterator[Node]:
     """What comes before the node, nearest first; for the first node of a block, what comes
     before the block (Python puts a comment above a class's first method there)."""
-    current: Node | None = node
-    while current is not None:
+    current = node
+    for _ in range(MAX_ANCESTORS):  # up a few blocks at most: bounded, see `walks`
         before = current.prev_sibling
         while before is not None:
             yield before
             before = before.prev_sibling
         parent = current.parent
-        current = parent if parent is not None and parent.start_byte == current.start_byte else None
+        if parent is None or parent.start_byte != current.start_byte:
+            return
+        current = parent
 
 
 def _name(document: Document, node: Node) -> str | None:

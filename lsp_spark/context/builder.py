@@ -104,7 +104,7 @@ class ContextBuilder:
     ) -> BuiltContext | None:
         """None when nothing should be suggested here."""
         workspace, uri = self._workspace, document.uri
-        syntax = workspace.tree(uri)
+        syntax = workspace.cheap_tree(uri)
         key = _row_key(workspace, document, row, options)
         remembered = self._rows.get(uri)
         known = remembered[1] if remembered is not None and remembered[0] == key else None

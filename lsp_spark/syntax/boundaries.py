@@ -9,7 +9,8 @@ from tree_sitter import Language, Node, Parser, Tree
 from lsp_spark.documents import PositionEncoding
 from lsp_spark.languages import profile_for
 from lsp_spark.syntax.outline import error_count, errors_in
-from lsp_spark.syntax.trees import SyntaxTree
+from lsp_spark.syntax.trees import CHEAP_PARSE_SECONDS, SyntaxTree
+from lsp_spark.syntax.walks import MAX_ANCESTORS, top_level_at
 
 SEARCH_ROWS = 40
 CONTAINER_TYPES = (
@@ -40,8 +41,8 @@ def starts_statement(syntax: SyntaxTree, row: int) -> bool:
     if node is None:
         return False
     parent = node.parent  # each access builds a new Node: read it once per step
-    while parent is not None and parent.start_byte == byte:
-        if _is_container(parent):
+    for _ in range(MAX_ANCESTORS):  # up through the nodes starting here; bounded, see `walks`
+        if parent is None or parent.start_byte != byte or _is_container(parent):
             break
         node, parent = parent, parent.parent
     return node.start_byte == byte and (parent is None or _is_container(parent))
@@ -81,6 +82,8 @@ def statement_end_at_or_before(syntax: SyntaxTree, row: int) -> int:
 STANDALONE_LIMIT = 4096
 """A statement up to this size is checked on its own: two small parses beat one
 incremental parse of the whole file, which tree-sitter-python makes nearly full."""
+IN_PLACE_LIMIT = 100_000
+"""Bytes of a file above which a suggestion is not checked by reparsing the whole file."""
 LOOK_BACK_BYTES = 256
 """Bytes read back at first for the code before the cursor (more when they are blank)."""
 
@@ -111,7 +114,10 @@ class SuggestionCheck:
         """A broken statement's own errors, by its text."""
 
     def added_errors(self, text: str) -> int:
-        """How many syntax errors inserting `text` at the cursor adds."""
+        """How many syntax errors inserting `text` at the cursor adds (none known when the
+        tree cannot be read without a costly parse: edits came in since the request)."""
+        if not self._syntax.cheap():
+            return 0
         inserted = text.encode()
         piece = self._piece(inserted)
         if piece is None:
@@ -128,7 +134,10 @@ class SuggestionCheck:
         return added - self._baselines[source]
 
     def parses_at_cursor(self) -> bool:
-        """Whether the top-level statements around the cursor are free of syntax errors."""
+        """Whether the top-level statements around the cursor are free of syntax errors (not
+        known, so not claimed, when reading the tree would cost a costly parse)."""
+        if not self._syntax.cheap():
+            return False
         return _errors_around(self._syntax.tree, self._byte, self._byte) == 0
 
     def _piece(self, inserted: bytes) -> tuple[int, int, bytes, bool] | None:
@@ -243,7 +252,16 @@ def _checker(language: Language) -> Parser:
 def _added_errors_in_place(syntax: SyntaxTree, byte_offset: int, inserted: bytes) -> int:
     """The check in the whole document: parse incrementally from a copy of the tree with
     the text spliced in (one copy of the bytes: a read callback would leak them all, see
-    `Document.utf8`), and count the errors of the top-level statements it touches."""
+    `Document.utf8`), and count the errors of the top-level statements it touches. Skipped
+    (no error known) in a file over `IN_PLACE_LIMIT` bytes, or where the last parse of the
+    file was costly: a suggestion that opens or closes a bracket there changes the tree down
+    to the end of the file, and its parse costs what a fresh one does (a second for 50,000
+    lines), on the event loop."""
+    if (
+        syntax.document.byte_length > IN_PLACE_LIMIT
+        or (syntax.last_parse_seconds or 0.0) > CHEAP_PARSE_SECONDS
+    ):
+        return 0
     tree = syntax.tree
     size = len(inserted)
     document = syntax.document
@@ -274,7 +292,7 @@ def _added_errors_in_place(syntax: SyntaxTree, byte_offset: int, inserted: bytes
 def _errors_around(tree: Tree, start: int, end: int) -> int:
     """ERROR and MISSING nodes in the top-level statements that overlap [start, end]."""
     root = tree.root_node
-    child = _top_level_at(root, max(start - 1, 0)) or _top_level_at(root, start)
+    child = top_level_at(root, max(start - 1, 0)) or top_level_at(root, start)
     if child is None:
         child = root.child(root.child_count - 1) if root.child_count else None
         while child is not None and child.prev_sibling is not None and child.end_byte > start:
@@ -284,12 +302,3 @@ def _errors_around(tree: Tree, start: int, end: int) -> int:
         total += errors_in(child)
         child = child.next_sibling
     return total
-
-
-def _top_level_at(root: Node, byte: int) -> Node | None:
-    """The child of the root that contains `byte` (tree-sitter's first_child_for_byte
-    crashes past the last child, so this walks up from the innermost node instead)."""
-    node = root.descendant_for_byte_range(byte, byte)
-    while node is not None and node.parent is not None and node.parent.parent is not None:
-        node = node.parent
-    return None if node is None or node.parent is None else node

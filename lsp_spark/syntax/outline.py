@@ -20,6 +20,7 @@ from tree_sitter import Node, Query, QueryCursor, Tree
 from lsp_spark.documents import Document
 from lsp_spark.syntax.grammars import language_for, query_for
 from lsp_spark.syntax.trees import SyntaxTree
+from lsp_spark.syntax.walks import MAX_VISITED, ancestors
 
 Region = Literal["code", "comment", "string"]
 
@@ -123,22 +124,23 @@ def cursor_region(syntax: SyntaxTree, byte_offset: int) -> Region:
     """Whether the cursor is in a comment, a string (docstrings and templates too) or code.
 
     The cursor right after a line comment is still in it; right after a closing quote or
-    ``*/`` it is not.
+    ``*/`` it is not. Only the innermost node and `MAX_ANCESTORS` above it are looked at:
+    a string or comment is a leaf or sits right above one, and an unclosed call makes the
+    tree thousands of levels deep (see `walks`).
     """
     if byte_offset <= 0:
         return "code"
     regions = _region_kinds(syntax.language_id)
-    node: Node | None = syntax.tree.root_node.descendant_for_byte_range(
-        byte_offset - 1, byte_offset
-    )
-    while node is not None:
+    innermost = syntax.tree.root_node.descendant_for_byte_range(byte_offset - 1, byte_offset)
+    if innermost is None:
+        return "code"
+    for node in (innermost, *ancestors(innermost)):
         region = regions.get(node.kind_id)
         if region is not None and node.start_byte < byte_offset:
             if byte_offset < node.end_byte:
                 return region
             if byte_offset == node.end_byte and _open_at_end(syntax.document, node, region):
                 return region
-        node = node.parent
     return "code"
 
 
@@ -147,13 +149,16 @@ def error_count(tree: Tree) -> int:
     return errors_in(tree.root_node)
 
 
-def errors_in(node: Node) -> int:
+def errors_in(node: Node, limit: int = MAX_VISITED) -> int:
     """ERROR plus MISSING nodes in a subtree: a walk that only enters subtrees flagged
-    ``has_error``. A query would visit every node; this costs nothing on valid code."""
+    ``has_error``. A query would visit every node; this costs nothing on valid code.
+    It stops after `limit` nodes: broken code can make one subtree of the rest of the file,
+    and errors that far away say nothing about the cursor."""
     count = 0
     pending = [node]
-    while pending:
+    while pending and limit > 0:
         node = pending.pop()
+        limit -= 1
         if node.is_error or node.is_missing:
             count += 1
         if node.has_error:

@@ -2,11 +2,22 @@
 
 A keystroke only records its edit on the tree (``Tree.edit`` is cheap); the reparse waits until
 someone asks for the tree, so a burst of keystrokes between two completion requests costs one
-incremental parse, which reads straight from the document's blocks.
+incremental parse.
+
+A parse can cost far more than a keystroke may: a fresh 50,000-line file, or an unclosed call
+typed in the middle of a big one (tree-sitter then nests the rest of the file inside the call,
+and even the incremental reparse takes 0.3-1 s). It cannot be moved off the event loop:
+py-tree-sitter 0.26 holds the GIL while it parses (and while a query runs), so a parse on
+another thread stops the loop all the same; and tree-sitter's way of stopping a parse early,
+its progress callback, works only with a read callback, whose every chunk py-tree-sitter 0.26
+leaks (see `Document.utf8`). So a request reads the tree only when a reparse is expected to be
+cheap (`cheap`), and otherwise goes on with text-only context; the costly reparse waits for a
+pause in typing (`Workspace`).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 
 from tree_sitter import Language, Parser, Tree
@@ -14,6 +25,13 @@ from tree_sitter import Language, Parser, Tree
 from lsp_spark.documents import ByteEdit, Document
 from lsp_spark.languages import profile_for
 from lsp_spark.syntax.grammars import canonical, language_for
+
+CHEAP_PARSE_SECONDS = 0.025
+"""A reparse expected to take longer than this is not run while the user types."""
+CHEAP_FIRST_PARSE_BYTES = 100_000
+"""A file above this size is not expected to parse cheaply without a parse to go by (a first
+parse, or after an edit that adds a bracket or quote: it can re-nest the rest of the file);
+tree-sitter-python parses about 3 MB/s."""
 
 
 class SyntaxTree:
@@ -23,7 +41,9 @@ class SyntaxTree:
         "__weakref__",
         "_blank_insertion",
         "_blank_lines_ignored",
+        "_parse_seconds",
         "_parser",
+        "_risky",
         "_stale",
         "_tree",
         "document",
@@ -50,6 +70,10 @@ class SyntaxTree:
         """Where the one edit since the last parse went in, when the edited tree can stand
         for a reparse (see `tree_before`)."""
         self._blank_lines_ignored = profile_for(language_id).blank_lines_ignored
+        self._parse_seconds: float | None = None
+        """How long the last parse took (None: none yet)."""
+        self._risky = False
+        """An edit since the last parse may have changed the tree far beyond itself."""
 
     def __repr__(self) -> str:
         return f"SyntaxTree({self.document.uri!r}, {self.language_id!r}, version={self.version})"
@@ -75,6 +99,37 @@ class SyntaxTree:
         self._blank_insertion = (edit.start_byte, edit.new_end_byte) if reusable else None
         self._stale = True
 
+    def mark_risky(self) -> None:
+        """Note an edit that added a bracket or quote: until the next parse, the cost of one
+        is judged by the file's size, not by the last parse."""
+        self._risky = True
+
+    @property
+    def current(self) -> bool:
+        """Whether the tree matches the text: reading it costs no parse."""
+        return not self._stale and self._tree is not None
+
+    @property
+    def last_parse_seconds(self) -> float | None:
+        """How long the last parse took (None: none yet)."""
+        return self._parse_seconds
+
+    def cheap(self) -> bool:
+        """Whether bringing the tree current is expected to cost little: it is current, or
+        the last parse was quick (or, with none to go by, the file is small)."""
+        if self.current:
+            return True
+        if self._parse_seconds is None or self._risky:
+            return self.document.byte_length <= CHEAP_FIRST_PARSE_BYTES
+        return self._parse_seconds <= CHEAP_PARSE_SECONDS
+
+    def drop(self) -> None:
+        """Forget the tree (its memory); the next use parses the document afresh."""
+        self._tree = None
+        self._stale = True
+        self._blank_insertion = None
+        self._parse_seconds = None
+
     @property
     def tree(self) -> Tree:
         """The current tree: reparsed incrementally (reusing the edited tree) if edits came in."""
@@ -95,12 +150,16 @@ class SyntaxTree:
         return self.refresh()
 
     def refresh(self) -> Tree:
+        """The current tree, reparsed if need be (whatever it costs: see `cheap`)."""
         if self._stale or self._tree is None:
             source = self.document.utf8
             old = self._tree
+            started = time.perf_counter()
             self._tree = (
                 self._parser.parse(source) if old is None else self._parser.parse(source, old)
             )
+            self._parse_seconds = time.perf_counter() - started
+            self._risky = False
             self._stale = False
             self._blank_insertion = None
             self.version += 1
