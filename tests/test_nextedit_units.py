@@ -295,3 +295,29 @@ def test_diagnostics_of_documents_never_opened_are_kept_for_a_few_only() -> None
     assert f"file:///acted{10 * UNOPENED_WITH_PROBLEMS - 1}.py" in service.problems
     service.forget("file:///open.py")
     assert "file:///open.py" not in service.problems
+
+
+@pytest.mark.parametrize("functions", [3, 3000], ids=["small-file", "large-file"])
+def test_a_predicted_edit_that_adds_syntax_errors_is_found_at_any_file_size(
+    functions: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A small file is checked whole; a large one (here about 130 KB) in the rows around the
+    edit only, without ever building the file's text with the edit applied."""
+    from lsp_spark.nextedit import hunks as hunks_module
+
+    text = "".join(f"def f{n}(a, b):\n    return a + b\n\n" for n in range(functions))
+    workspace = Workspace()
+    document = workspace.open("file:///big.py", "python", 1, text)
+    syntax = workspace.tree(document.uri)
+    if functions > 100:
+        assert document.byte_length > hunks_module.WHOLE_FILE_CHECK_BYTES
+
+        def whole_text(*_: object) -> str:
+            raise AssertionError("the whole file was rebuilt for the check")
+
+        monkeypatch.setattr(hunks_module, "applied", whole_text)
+    middle = 3 * (functions // 2) + 1
+    broken = Hunk(middle, 11, middle, 16, "a + (b")
+    fine = Hunk(middle, 11, middle, 16, "a * b")
+    assert hunks_module.breaks_syntax(syntax, document, broken)
+    assert not hunks_module.breaks_syntax(syntax, document, fine)

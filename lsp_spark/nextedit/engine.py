@@ -27,7 +27,7 @@ from lsp_spark.backends.holder import BackendHolder
 from lsp_spark.context.sources import filename_of
 from lsp_spark.documents import Document, PositionEncoding
 from lsp_spark.nextedit.history import EditHistory
-from lsp_spark.nextedit.hunks import Hunk, applied, breaks_syntax, hunks_between, undoes
+from lsp_spark.nextedit.hunks import Hunk, breaks_syntax, hunks_between, undoes
 from lsp_spark.nextedit.prompt import next_edit_messages, numbered, parse_answer, rewritten
 from lsp_spark.nextedit.region import editable_region
 from lsp_spark.privacy.redaction import contains_placeholder, redact
@@ -300,7 +300,9 @@ class NextEditService:
         started = time.perf_counter()
         settings = self.backends.settings
         version = document.version
-        syntax = self.workspace.tree(uri)
+        # A tree that would need a costly reparse is not waited for: the region is then a
+        # window of rows around the cursor.
+        syntax = self.workspace.cheap_tree(uri)
         region = editable_region(document, syntax, row, column, settings.next_edit_region_lines)
         lines = document.lines(region.start, region.end)
         messages = self._messages(document, region.start, region.end, lines, (row, column))
@@ -329,8 +331,7 @@ class NextEditService:
     def _rejected(self, document: Document, hunk: Hunk) -> bool:
         if undoes(hunk, document, self.history.latest(document.uri)):
             return True
-        new_text = applied(document, hunk, line_ending(document.text))
-        return breaks_syntax(self.workspace.tree(document.uri), new_text)
+        return breaks_syntax(self.workspace.tree(document.uri), document, hunk)
 
     def _messages(
         self, document: Document, start: int, end: int, lines: list[str], cursor: tuple[int, int]

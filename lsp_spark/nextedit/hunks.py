@@ -11,7 +11,12 @@ from tree_sitter import Parser
 from lsp_spark.documents import Document, PositionEncoding
 from lsp_spark.nextedit.history import Edit
 from lsp_spark.syntax.outline import error_count
-from lsp_spark.syntax.trees import SyntaxTree
+from lsp_spark.syntax.trees import CHEAP_FIRST_PARSE_BYTES, SyntaxTree
+
+WHOLE_FILE_CHECK_BYTES = CHEAP_FIRST_PARSE_BYTES
+"""Up to this size a predicted edit is checked against the whole file, which is exact."""
+CHECKED_ROWS_AROUND = 60
+"""Rows above and below an edit that a larger file's check parses with it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,9 +145,28 @@ def undoes(hunk: Hunk, document: Document, latest: Edit | None) -> bool:
     return after_hunk == latest.before
 
 
-def breaks_syntax(syntax: SyntaxTree | None, new_text: str) -> bool:
-    """Whether the document with an edit applied has more syntax errors than it has now."""
+def breaks_syntax(syntax: SyntaxTree | None, document: Document, hunk: Hunk) -> bool:
+    """Whether applying `hunk` adds syntax errors. A file whose tree is cheap to read is
+    checked whole; any other is checked in the rows around the edit, parsed on their own
+    before and after it, so the check costs the same whatever the file's size or shape."""
     if syntax is None:
         return False
     parser = Parser(syntax.language)
-    return error_count(parser.parse(new_text.encode())) > error_count(syntax.tree)
+    if syntax.cheap() and document.byte_length <= WHOLE_FILE_CHECK_BYTES:
+        # The edit's own line breaks as "\n": the grammar reads any line ending alike.
+        new_text = applied(document, hunk, "\n")
+        return error_count(parser.parse(new_text.encode())) > error_count(syntax.tree)
+    start = max(0, hunk.start_row - CHECKED_ROWS_AROUND)
+    stop = min(document.line_count, hunk.end_row + 1 + CHECKED_ROWS_AROUND)
+    rows = document.lines(start, stop)
+    before = "\n".join(rows)
+    after = "\n".join(
+        [
+            *rows[: hunk.start_row - start],
+            rows[hunk.start_row - start][: hunk.start_column]
+            + hunk.text
+            + rows[hunk.end_row - start][hunk.end_column :],
+            *rows[hunk.end_row - start + 1 :],
+        ]
+    )
+    return error_count(parser.parse(after.encode())) > error_count(parser.parse(before.encode()))
