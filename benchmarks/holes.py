@@ -47,7 +47,7 @@ from pygls.exceptions import JsonRpcException  # noqa: E402
 from pygls.lsp.client import LanguageClient  # noqa: E402
 from timing import add_size_options  # noqa: E402
 
-from lsp_spark.demo import _drain, loopback_backend  # noqa: E402
+from lsp_spark.demo import _drain, loopback_backend, until_backend_prepared  # noqa: E402
 from lsp_spark.postprocess.filters import FILTERS  # noqa: E402
 from lsp_spark.settings import CONTEXT_SOURCES  # noqa: E402
 from lsp_spark.testing import isolated_environment  # noqa: E402
@@ -80,8 +80,10 @@ MIN_LINE_CHARS = TYPED_CHARACTERS + 3
 BODY_LINES = range(2, 7)
 BLOCK_HEADERS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.If, ast.For, ast.AsyncFor)
 SIBLINGS = 2
-REQUEST_TIMEOUT = 30.0
-SHUTDOWN_TIMEOUT = 5.0
+REQUEST_TIMEOUT = 300.0
+"""A hang guard, not a pace: on a busy machine the embedded model's prompt evaluation, which
+no deadline can cut short, alone takes tens of seconds; a hole past this scores 0."""
+SHUTDOWN_TIMEOUT = 60.0
 THREADS = min(4, os.cpu_count() or 1)
 """Every core (the server alone takes half, to spare the editor): more holes fit in the time,
 and latencies are lower than a user would see."""
@@ -346,7 +348,10 @@ async def fill_hole(client: LanguageClient, cut: Cut, related: list[tuple[Path, 
 
 
 async def warm_up(client: LanguageClient, directory: Path) -> None:
-    """One throwaway request, so loading the model is not charged to the first hole."""
+    """Wait until the server says its backend is ready (loading the model, converting it on
+    a first run: on a busy machine longer than a hole's timeout), then one throwaway
+    request, so neither is charged to the first hole."""
+    await until_backend_prepared(client)
     path = directory / "warm_up.py"
     text = "def add(a, b):\n    ret"
     did_open(client, path, text)

@@ -124,7 +124,7 @@ async def _drive(path: Path, original: str, holes: int, environment: dict[str, s
         await client.stop()
 
 
-async def _until_backend_prepared(client: LanguageClient) -> float:
+async def until_backend_prepared(client: LanguageClient) -> float:
     """Milliseconds until the server says its backend is ready (`backendPrepared`), waited
     for at most RESPONSE_TIMEOUT: after that the demo types anyway."""
     started = time.perf_counter()
@@ -172,7 +172,7 @@ async def _session(
             types.TextDocumentItem(uri, "python", 1, "\n".join(blanked))
         )
     )
-    ready_ms = await _until_backend_prepared(client)
+    ready_ms = await until_backend_prepared(client)
     version = 1
     shown = 0
     latencies: list[float] = []

@@ -46,8 +46,8 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from itertools import pairwise
 
+import lsp_spark.privacy.rule_set as rule_set
 from lsp_spark.backends.base import CompletionRequest
-from lsp_spark.privacy import rule_set
 
 PLACEHOLDER = re.compile(r"<redacted:[a-z0-9-]+>")
 """What every redaction leaves behind; a suggestion that contains it must not be shown,
