@@ -87,6 +87,8 @@ class NextEditStats:
     shown: int = 0
     accepted: int = 0
     cancelled: int = 0
+    failed: int = 0
+    """Predictions the backend failed (dropped, timed out, refused)."""
     contradicted: int = 0
     latencies_ms: deque[float] = field(default_factory=lambda: deque(maxlen=WINDOW))
     """From asking the model to a prediction with edits."""
@@ -105,6 +107,7 @@ class NextEditStats:
             "shown": self.shown,
             "accepted": self.accepted,
             "cancelled": self.cancelled,
+            "failed": self.failed,
             "contradicted": self.contradicted,
             "latencyMs": _latency_summary(self.latencies_ms),
         }
