@@ -142,7 +142,7 @@ async def type_like_neovim(client: LanguageClient, uri: str, row: int, text: str
     return list(await asyncio.gather(*asked))
 
 
-@pytest.mark.parametrize("mode", ["chat", "fim"])
+@pytest.mark.parametrize("mode", ["chat", "fim", "suffix"])
 async def test_typing_a_line_interrupts_no_request(
     start_spark: StartSpark, llama_cpp_python: ModelServer, mode: str
 ) -> None:
@@ -166,8 +166,11 @@ async def test_typing_a_line_interrupts_no_request(
     assert not troubles(client)
     assert counted["requestBudget"]["slots"] == 1
     if mode == "fim":
-        # SmolLM2 has no FIM tokens, yet on completions it goes on with the line; in chat it
-        # answers with prose or re-types the function, which is no ghost text to expect.
+        # SmolLM2 has no FIM tokens, yet on completions it goes on with the line. In chat it
+        # answers with prose or re-types the function, which is no ghost text to expect; with
+        # a `suffix`, llama-cpp-python 0.3.36 puts token 0 (SmolLM2's <|endoftext|>) where
+        # the FIM tokens go, for any model (`prefix_token_id = 0  # TODO: Fix`), and the
+        # model writes unrelated text.
         final = await inline(client, uri, 1, 4 + len(LINE))
         assert texts(answered[-1]) or texts(final), "the line gets ghost text"
 
