@@ -66,7 +66,7 @@ class Settings(BaseModel):
         default="chat",
         description="chat: /v1/chat/completions; fim: /v1/completions with `fimTemplate`'s "
         "tokens; suffix: /v1/completions with a `suffix`, the server applying the model's "
-        "own FIM template (Ollama, DeepSeek, llama-cpp-python).",
+        "own FIM template (Ollama, DeepSeek).",
     )
     fim_template: Literal["qwen", "starcoder", "codellama", "deepseek"] = "qwen"
     local_model_path: str | None = None

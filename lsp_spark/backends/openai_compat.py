@@ -1,7 +1,7 @@
 """Any OpenAI-compatible server (llama.cpp, vLLM, Ollama, LM Studio), over the same HTTP
 client as Cerebras: chat; raw `/v1/completions` with FIM tokens for FIM-trained models; or
 `/v1/completions` with a `suffix`, where the server knows the model's FIM template itself
-(Ollama, DeepSeek, llama-cpp-python)."""
+(Ollama, DeepSeek; llama-cpp-python 0.3.36 wraps the suffix in token 0 instead)."""
 
 from __future__ import annotations
 
