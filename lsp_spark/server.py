@@ -859,6 +859,7 @@ def stats_request(ls: SparkServer, _: Any = None) -> dict[str, Any]:
     stats["openConnections"] = open_connections
     stats["activeConnections"] = busy_connections
     stats["backendPrepared"] = ls.backends.prepared.is_set()
+    stats["requestBudget"] = ls.backends.budget
     return stats
 
 

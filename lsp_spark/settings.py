@@ -68,7 +68,12 @@ class Settings(BaseModel):
         default=None, description="Completion model; defaults per backend (Cerebras: gpt-oss-120b)."
     )
     reasoning_effort: Literal["none", "low", "medium", "high"] | None = "low"
-    openai_mode: Literal["chat", "fim"] = "chat"
+    openai_mode: Literal["chat", "fim", "suffix"] = Field(
+        default="chat",
+        description="chat: /v1/chat/completions; fim: /v1/completions with `fimTemplate`'s "
+        "tokens; suffix: /v1/completions with a `suffix`, the server applying the model's "
+        "own FIM template (Ollama, DeepSeek).",
+    )
     fim_template: Literal["qwen", "starcoder", "codellama", "deepseek"] = "qwen"
     local_model_path: str | None = None
     local_threads: int | None = Field(default=None, ge=1, le=64)
@@ -95,6 +100,13 @@ class Settings(BaseModel):
     prefetch: bool = True
     supersede: bool = True
     completion_deadline_ms: int = Field(default=350, ge=10, le=10000)
+    concurrent_requests: int | None = Field(
+        default=None,
+        ge=1,
+        le=64,
+        description="Requests the backend serves at once; the rest queue, ghost text first. "
+        "None: per backend (Cerebras 8; an OpenAI-compatible server and the embedded model 1).",
+    )
     request_timeout_ms: int = Field(
         default=8000, ge=100, le=120000, description="Bounds a whole completion request."
     )

@@ -87,6 +87,8 @@ class NextEditStats:
     shown: int = 0
     accepted: int = 0
     cancelled: int = 0
+    failed: int = 0
+    """Predictions the backend failed (dropped, timed out, refused)."""
     contradicted: int = 0
     history_rows: int = 0
     """Rows the edit history holds now (bounded, however large the edits were)."""
@@ -109,6 +111,7 @@ class NextEditStats:
             "shown": self.shown,
             "accepted": self.accepted,
             "cancelled": self.cancelled,
+            "failed": self.failed,
             "contradicted": self.contradicted,
             "historyRows": self.history_rows,
             "documentsWithProblems": self.documents_with_problems,

@@ -24,6 +24,7 @@ from lsp_spark.actions.findings import Finding, parse_findings
 from lsp_spark.actions.prompting import ReviewTask, build_messages
 from lsp_spark.actions.targets import Function, functions
 from lsp_spark.backends import Backend, BackendError
+from lsp_spark.backends.budget import Priority, requests_at
 from lsp_spark.context.sources import filename_of
 from lsp_spark.documents import Document, PositionEncoding
 from lsp_spark.scheduler import cancel_once
@@ -172,7 +173,8 @@ class SecurityReview:
             backend = self.backends.current()
             for batch in _batches(list(pending.items())):
                 task = ReviewTask(language, filename_of(uri), tuple(f.text for _, f in batch))
-                reply = await self._ask(backend, task)
+                with requests_at(Priority.ACTION):
+                    reply = await self._ask(backend, task)
                 found = parse_findings(reply, len(batch))
                 for number, (key, _) in enumerate(batch, start=1):
                     self._remember(key, tuple(found[number]))

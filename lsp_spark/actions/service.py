@@ -32,6 +32,7 @@ from lsp_spark.actions.targets import Target, is_cursor, target_at
 from lsp_spark.actions.testfiles import TEST_LANGUAGES, TestFile, test_file_for
 from lsp_spark.backends import Backend, BackendError
 from lsp_spark.backends.base import ChatUsage
+from lsp_spark.backends.budget import Priority, requests_at
 from lsp_spark.context.budget import ESTIMATED_CHARS_PER_TOKEN
 from lsp_spark.context.sources import filename_of
 from lsp_spark.documents import Document, PositionEncoding
@@ -268,9 +269,10 @@ class ActionService:
                     "to edit."
                 )
             backend = self.backends.current()
-            if request.action == catalog.TESTS.id:
-                return await self._write_tests(backend, document, target, progress)
-            return await self._rewrite(backend, document, target, request, progress)
+            with requests_at(Priority.ACTION):
+                if request.action == catalog.TESTS.id:
+                    return await self._write_tests(backend, document, target, progress)
+                return await self._rewrite(backend, document, target, request, progress)
         except Refused as refusal:
             log.info("%s action on %s refused: %s", request.action, document.uri, refusal)
             return Outcome(None, str(refusal))

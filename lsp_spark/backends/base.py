@@ -113,6 +113,9 @@ class Backend(ABC):
     """The longest multi-line suggestion that suits this backend when the settings do not say."""
     action_context_chars = 8000
     """How much of the code around an edited scope a code action's prompt may show."""
+    concurrent_requests = 1
+    """How many requests the backend serves at once when the settings do not say: local
+    servers and the embedded model serve one at a time."""
 
     def __init__(self, model: str) -> None:
         self.model = model

@@ -36,6 +36,8 @@ WARM_PATH = "/v1/tcp_warming"
 
 class CerebrasBackend(Backend):
     name = "cerebras"
+    concurrent_requests = 8
+    """Ghost text, its alternatives and prefetch, a next edit and a code action side by side."""
 
     def __init__(
         self,

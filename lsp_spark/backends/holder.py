@@ -2,7 +2,8 @@
 when its own settings change, pausing after failures and telling the user about them once.
 
 Completions, code actions and the security review all get the backend from this holder, so
-they share one backend and its warm connections. Completions, asked on every keystroke, pause
+they share one backend, its warm connections and its request budget (budget.py: how many
+requests it serves at once, ghost text first). Completions, asked on every keystroke, pause
 after failures (`ready`); a code action or a review, asked for once, always goes out
 (`current`) and tells its own failure.
 """
@@ -16,6 +17,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from lsp_spark.backends import Backend, BackendError, FailureKind, create_backend
+from lsp_spark.backends.budget import BudgetedBackend
 from lsp_spark.scheduler import Deadline, cancel_once
 from lsp_spark.settings import Settings
 
@@ -40,6 +42,7 @@ BACKEND_SETTINGS = (
     "local_threads",
     "request_timeout_ms",
     "actions_timeout_ms",
+    "concurrent_requests",
 )
 """The settings a backend is built from: changing any other one keeps the backend (and its
 warm connections)."""
@@ -109,6 +112,24 @@ class BackendHolder:
     def model(self) -> str:
         return self.backend.model if self.backend else ""
 
+    def gave_way(self, task: asyncio.Task[Any]) -> bool:
+        """Whether `task` was cancelled only to free its request slot for ghost text."""
+        return isinstance(self.backend, BudgetedBackend) and self.backend.budget.gave_way(task)
+
+    @property
+    def budget(self) -> dict[str, int]:
+        """The request budget's state, for `lspSpark/stats`."""
+        if not isinstance(self.backend, BudgetedBackend):
+            return {}
+        budget = self.backend.budget
+        return {
+            "slots": budget.slots,
+            "inUse": budget.in_use,
+            "waiting": budget.waiting,
+            "queued": budget.queued,
+            "preempted": budget.preempted,
+        }
+
     @property
     def connections(self) -> tuple[int, int]:
         return self.backend.connections if self.backend else (0, 0)
@@ -133,7 +154,9 @@ class BackendHolder:
             return False
         old = self.backend
         try:
-            self.backend, self.failure = create_backend(settings), None
+            created = create_backend(settings)
+            slots = settings.concurrent_requests or created.concurrent_requests
+            self.backend, self.failure = BudgetedBackend(created, slots), None
         except BackendError as failure:
             self.backend, self.failure = None, failure
             self.notifier.tell(failure.kind.value, failure.args[0])
@@ -152,7 +175,10 @@ class BackendHolder:
             await backend.warm()
             if backend.name != "local":
                 models = await backend.list_models()
-                if models and backend.model not in models:
+                # A server of one model (llama.cpp, llama-cpp-python) answers with it
+                # whatever the request names: no model set is no mistake there.
+                unnamed = self.settings.model is None and len(models) == 1
+                if models and backend.model not in models and not unnamed:
                     self.notifier.tell(
                         "model",
                         f"lsp-spark: model {backend.model!r} is not offered by the "

@@ -1,5 +1,7 @@
 """Any OpenAI-compatible server (llama.cpp, vLLM, Ollama, LM Studio), over the same HTTP
-client as Cerebras: chat, or raw `/v1/completions` with FIM tokens for FIM-trained models."""
+client as Cerebras: chat; raw `/v1/completions` with FIM tokens for FIM-trained models; or
+`/v1/completions` with a `suffix`, where the server knows the model's FIM template itself
+(Ollama, DeepSeek; llama-cpp-python 0.3.36 wraps the suffix in token 0 instead)."""
 
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ class OpenAICompatibleBackend(Backend):
         base_url: str,
         model: str,
         api_key: str | None = None,
-        mode: Literal["chat", "fim"] = "chat",
+        mode: Literal["chat", "fim", "suffix"] = "chat",
         fim_template: str = "qwen",
         timeout: float = 8.0,
         actions_timeout: float = 120.0,
@@ -58,6 +60,13 @@ class OpenAICompatibleBackend(Backend):
         if self._mode == "fim":
             body["prompt"] = self._template.render(request)
             body["stop"] = [*self._template.stop, *request.stop]
+            return COMPLETIONS_PATH, body
+        if self._mode == "suffix":
+            context = f"{request.context}\n" if request.context else ""
+            body["prompt"] = context + request.prefix
+            body["suffix"] = request.suffix
+            if request.stop:
+                body["stop"] = list(request.stop[:MAX_STOP_SEQUENCES])
             return COMPLETIONS_PATH, body
         body["messages"] = chat_messages(request)
         if request.stop:

@@ -23,6 +23,7 @@ from typing import Any
 
 from lsp_spark.actions.diffing import line_ending
 from lsp_spark.backends.base import Backend, BackendError, ChatUsage
+from lsp_spark.backends.budget import REQUEST_PRIORITY, Priority
 from lsp_spark.backends.holder import BackendHolder
 from lsp_spark.context.sources import filename_of
 from lsp_spark.documents import Document, PositionEncoding
@@ -283,14 +284,33 @@ class NextEditService:
         if delay:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(now.wait(), delay)
-        try:
-            prediction = await self._predict(uri, *cursor)
-        except BackendError as error:
-            log.info("next edit: %s", error)
-            return None
+        # This task's own: a prediction waits for a slot nothing more urgent wants, and
+        # gives it up when ghost text needs it (the task is then cancelled), to ask again
+        # once a slot is free.
+        REQUEST_PRIORITY.set(Priority.NEXT_EDIT)
+        while True:
+            try:
+                prediction = await self._predict(uri, *cursor)
+                break
+            except BackendError as error:
+                self.stats.next_edit.failed += 1
+                log.info("next edit: %s", error)
+                return None
+            except asyncio.CancelledError:
+                if not self._gave_way():
+                    raise
         if prediction is not None:
             self._predictions[uri] = prediction
         return prediction
+
+    def _gave_way(self) -> bool:
+        """Whether this task was cancelled only to free its request slot for ghost text
+        (then the cancellation is taken back: the prediction is still wanted)."""
+        task = asyncio.current_task()
+        if task is None or task.cancelling() != 1 or not self.backends.gave_way(task):
+            return False
+        task.uncancel()
+        return True
 
     async def _predict(self, uri: str, row: int, column: int) -> Prediction | None:
         document = self.workspace.documents.get(uri)

@@ -62,16 +62,18 @@ def is_prose(line: str) -> bool:
     return _PROSE.fullmatch(line.strip()) is not None
 
 
-def code_start(lines: Sequence[str]) -> tuple[int, Fence | None] | None:
+def code_start(lines: Sequence[str], complete: bool = False) -> tuple[int, Fence | None] | None:
     """Where the code starts in a reply's first complete lines, and the fence around it.
 
     Blank lines, then a fence, perhaps after a sentence and blank lines: the code starts
     after the fence. Anything else is code from the first line, unfenced. None while the
     lines seen cannot tell yet (nothing but blank lines, or a sentence and blank lines).
+    Once the reply is `complete`, a sentence alone (a small model's "Here's the complete
+    code:" with no code after it) is no code: the code starts after every line.
     """
     first = _next_filled(lines, 0)
     if first is None:
-        return None
+        return (0, None) if complete else None
     fence = opening_fence(lines[first])
     if fence is not None:
         return first + 1, fence
@@ -79,9 +81,16 @@ def code_start(lines: Sequence[str]) -> tuple[int, Fence | None] | None:
         return 0, None
     second = _next_filled(lines, first + 1)
     if second is None:
-        return None
+        if not complete:
+            return None
+        return (len(lines), None) if _is_sentence(lines[first]) else (0, None)
     fence = opening_fence(lines[second])
     return (second + 1, fence) if fence is not None else (0, None)
+
+
+def _is_sentence(line: str) -> bool:
+    """Prose that ends as a sentence does: `ok = x` starts like prose but is code."""
+    return line.rstrip().endswith((":", ".", "!"))
 
 
 def _next_filled(lines: Sequence[str], start: int) -> int | None:

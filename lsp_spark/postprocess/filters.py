@@ -98,11 +98,11 @@ class _Fenced(Stage):
         if head is None:
             return line
         head.append(line)
-        start = code_start(head)
-        if start is None and not last:
+        start = code_start(head, complete=last)
+        if start is None:
             return ()
         self._head = None
-        code, self._fence = start or (0, None)
+        code, self._fence = start
         return tuple(head[code:])
 
     def peek(self, partial: Partial) -> bool:
