@@ -12,6 +12,7 @@ from pathlib import Path
 from lsp_spark import settings as settings_module
 from lsp_spark.backends import BackendError, FailureKind, create_backend
 from lsp_spark.backends.local import bundled_model_path, local_backend_available
+from lsp_spark.backends.openai_compat import OpenAICompatibleBackend, OpenAIMode
 from lsp_spark.languages import language_of_file
 from lsp_spark.pipeline import CompletionEngine
 from lsp_spark.syntax.grammars import loaded_grammars
@@ -95,6 +96,32 @@ async def complete(path: Path, line: int, column: int, language: str | None) -> 
     return CompleteExit.SUGGESTED
 
 
+MODE_PROBES: dict[OpenAIMode, str] = {
+    "chat": "/v1/chat/completions",
+    "fim": "/v1/completions, FIM tokens in the prompt",
+    "suffix": "/v1/completions with a suffix",
+    "infill": "/infill",
+}
+"""What each `openaiMode` asks of the server, as `doctor` names it."""
+
+
+async def _probe_modes(backend: OpenAICompatibleBackend) -> None:
+    """A tiny completion per `openaiMode`, each bounded by DOCTOR_TIMEOUT: what the server
+    answered, so the user can pick a mode it supports. A 200 in fim or suffix mode does not
+    prove the model knows FIM (the server cannot tell); the text it wrote is shown."""
+    print(f"openaiMode in use: {backend.mode}; what the server answers in each mode:")
+    for mode, asks in MODE_PROBES.items():
+        try:
+            async with asyncio.timeout(DOCTOR_TIMEOUT):
+                text = await backend.probe(mode, DOCTOR_TIMEOUT)
+            answer = f"answered {text!r}"
+        except BackendError as failure:
+            answer = f"failed: {failure}"
+        except TimeoutError:
+            answer = f"failed: no answer within {DOCTOR_TIMEOUT:g} s"
+        print(f"  {mode} ({asks}): {answer}")
+
+
 async def doctor() -> int:
     """What is configured and whether it works; the API key itself is never shown."""
     loaded, problems = settings_module.load()
@@ -124,6 +151,8 @@ async def doctor() -> int:
         if backend.model not in models:
             print(f"warning: model {backend.model!r} is not in that list")
             status = 1
+        if isinstance(backend, OpenAICompatibleBackend):
+            await _probe_modes(backend)
     except (BackendError, TimeoutError) as failure:
         print(f"reachable: no ({str(failure) or f'no answer within {DOCTOR_TIMEOUT:g} s'})")
         status = 1

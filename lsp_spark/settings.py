@@ -68,11 +68,12 @@ class Settings(BaseModel):
         default=None, description="Completion model; defaults per backend (Cerebras: gpt-oss-120b)."
     )
     reasoning_effort: Literal["none", "low", "medium", "high"] | None = "low"
-    openai_mode: Literal["chat", "fim", "suffix"] = Field(
+    openai_mode: Literal["chat", "fim", "suffix", "infill"] = Field(
         default="chat",
         description="chat: /v1/chat/completions; fim: /v1/completions with `fimTemplate`'s "
         "tokens; suffix: /v1/completions with a `suffix`, the server applying the model's "
-        "own FIM template (Ollama, DeepSeek).",
+        "own FIM template (Ollama, DeepSeek); infill: llama.cpp's /infill, with related code "
+        "as `input_extra` and prompt caching.",
     )
     fim_template: Literal["qwen", "starcoder", "codellama", "deepseek"] = "qwen"
     local_model_path: str | None = None

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import enum
+import logging
 from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +122,9 @@ class Backend(ABC):
 
     def __init__(self, model: str) -> None:
         self.model = model
+        self.tell: Callable[[str], None] = log.warning
+        """How the backend tells the user something once (a mode it gave up for another);
+        the holder points it at its notifier."""
 
     @abstractmethod
     def stream(self, request: CompletionRequest) -> AsyncGenerator[str, None]:

@@ -155,6 +155,7 @@ class BackendHolder:
         old = self.backend
         try:
             created = create_backend(settings)
+            created.tell = self._tell_once
             slots = settings.concurrent_requests or created.concurrent_requests
             self.backend, self.failure = BudgetedBackend(created, slots), None
         except BackendError as failure:
@@ -168,6 +169,10 @@ class BackendHolder:
             self.prepared.clear()
             self.in_background(self._prepare(self.backend))
         return True
+
+    def _tell_once(self, message: str) -> None:
+        """What the backend says of itself (a mode given up), told once as a warning."""
+        self.notifier.tell(f"backend:{message}", message, error=False)
 
     async def _prepare(self, backend: Backend) -> None:
         """Warm the connection (or load the model) and check the model name, off the hot path."""
