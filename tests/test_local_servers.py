@@ -239,3 +239,19 @@ async def test_suffix_mode_sends_the_code_after_the_cursor_as_ollama_reads_it(
         assert not ollama.problems, ollama.problems
         assert asked.body["prompt"].endswith("def add(a, b):\n    return ")
         assert asked.body["suffix"].startswith("\n\n\nprint(add(1, 2))")
+
+
+async def test_infill_mode_on_a_server_without_infill_is_told_once_and_uses_chat(
+    start_spark: StartSpark, llama_cpp_python: ModelServer
+) -> None:
+    """llama-cpp-python has no `/infill` (it answers 404): the user is told once, and ghost
+    text comes from chat, for the request that found out and the ones after it."""
+    client = await start_spark(options(llama_cpp_python, "infill") | {"nextEdit": False})
+    uri = open_document(client, "def add(a, b):\n    return \n")
+    for column in (11, 10):
+        assert await inline(client, uri, 1, column) is not None
+    counted = await stats(client)
+    assert counted["upstreamErrors"] == 0, counted
+    told = [message.message for message in client.messages if "/infill" in message.message]
+    assert len(told) == 1 and "404" in told[0] and "chat mode" in told[0], told
+    assert not troubles(client)
