@@ -27,7 +27,7 @@ from pytest_lsp import LanguageClient
 
 from lsp_spark.backends.local import bundled_model_path
 from lsp_spark.testing.cerebras_server import CerebrasTestServer
-from tests.conftest import StartSpark, inline, open_document, texts, type_text
+from tests.conftest import SERVER_ENV, StartSpark, inline, open_document, texts, type_text
 
 MODEL = bundled_model_path()
 SERVE = [sys.executable, "-m", "llama_cpp.server", "--n_threads", "1", "--n_threads_batch", "1"]
@@ -255,3 +255,24 @@ async def test_infill_mode_on_a_server_without_infill_is_told_once_and_uses_chat
     told = [message.message for message in client.messages if "/infill" in message.message]
     assert len(told) == 1 and "404" in told[0] and "chat mode" in told[0], told
     assert not troubles(client)
+
+
+def test_doctor_probes_each_mode_of_llama_cpp_python(llama_cpp_python: ModelServer) -> None:
+    """`lsp-spark doctor` names what each mode answered: llama-cpp-python has no `/infill`."""
+    done = subprocess.run(
+        [sys.executable, "-m", "lsp_spark", "doctor"],
+        env=SERVER_ENV
+        | {
+            "LSP_SPARK_BACKEND": "openai",
+            "LSP_SPARK_BASE_URL": llama_cpp_python.base_url,
+            "LSP_SPARK_MODEL": str(MODEL),
+        },
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    output = done.stdout + done.stderr
+    assert done.returncode == 0 and "reachable: yes" in output, output
+    for mode in ("chat", "fim", "suffix"):
+        assert f"  {mode} (/v1/" in output, output
+    assert "  infill (/infill): failed:" in output and "HTTP 404" in output, output
