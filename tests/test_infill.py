@@ -226,6 +226,7 @@ async def test_a_model_without_fim_tokens_is_told_once_and_chat_answers(
     told = [message.message for message in client.messages if "FIM" in message.message]
     assert len(told) == 1, told
     assert "no FIM tokens" in told[0] and "chat mode" in told[0]
+    assert f"{server.base_url} answered HTTP 501" in told[0], "the message names where"
 
 
 def doctor(server: LlamaServer) -> str:

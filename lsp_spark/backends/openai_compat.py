@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncGenerator, Sequence
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
 from lsp_spark.backends.base import (
     Backend,
@@ -50,14 +50,11 @@ PREDICT_SHARE_OF_TIMEOUT = 0.5
 time for its answer to arrive before lsp-spark gives up, the rest left to evaluating the
 prompt (llama.cpp counts the limit from the first generated token)."""
 NO_FIM_STATUSES = {
-    501: "the model has no FIM tokens (llama.cpp answered /infill with 501: "
-    "infill is not supported by this model)",
-    404: "the server has no /infill endpoint (it answered 404); /infill is llama.cpp's "
-    "llama-server's",
+    501: "the model has no FIM tokens (llama.cpp: infill is not supported by this model)",
+    404: "the server has no /infill endpoint (llama.cpp's llama-server has one)",
 }
 """What an answer to `/infill` says about FIM support, by HTTP status."""
 OpenAIMode = Literal["chat", "fim", "suffix", "infill"]
-OPENAI_MODES: tuple[OpenAIMode, ...] = get_args(OpenAIMode)
 PROBE_REQUEST = CompletionRequest(
     prefix="def add(a, b):\n    return ", suffix="\n", language="python", max_tokens=4
 )
@@ -165,9 +162,13 @@ class OpenAICompatibleBackend(Backend):
             # still be made in chat mode.
             if mode != "infill" or (reason := NO_FIM_STATUSES.get(failure.status or 0)) is None:
                 raise
+            refusal = failure.args[0]
         if self._mode == "infill":
             self._mode = "chat"
-            self.tell(f"lsp-spark: {reason}; completions use chat mode instead.")
+            self.tell(
+                f"lsp-spark: {refusal} For /infill that means {reason}; completions use chat "
+                "mode instead."
+            )
         async with contextlib.aclosing(self._stream_in(request, "chat", self._timeout)) as texts:
             async for text in texts:
                 yield text
