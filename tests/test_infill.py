@@ -290,3 +290,19 @@ def test_infill_text_reads_llama_cpp_events() -> None:
     assert infill_text({"content": "ab", "stop": False}) == "ab"
     assert infill_text({"content": None, "stop": True}) == ""
     assert infill_text({"choices": []}) == ""
+
+
+async def test_fim_mode_is_kept_where_the_server_cannot_show_its_vocabulary(
+    llama_server: LlamaServer,
+) -> None:
+    """llama-server has no `/extras/tokenize` (llama-cpp-python's): nothing is known, nothing
+    changes, nothing is told."""
+    backend = OpenAICompatibleBackend(base_url=llama_server.base_url, model=MODEL, mode="fim")
+    told: list[str] = []
+    backend.tell = told.append
+    try:
+        await backend.warm()
+    finally:
+        await backend.aclose()
+    assert "/extras/tokenize" in llama_server.paths()
+    assert (backend.mode, told) == ("fim", [])

@@ -345,7 +345,15 @@ class ApiClient:
 
     async def get_json(self, path: str, timeout: float) -> Any:
         """A JSON document, read whole (within the size cap) before it is parsed."""
-        connection = await self._exchange(self._request("GET", path), timeout)
+        return await self._json_answer(self._request("GET", path), path, timeout)
+
+    async def post_json(self, path: str, body: dict[str, Any], timeout: float) -> Any:
+        """The JSON document a POST of `body` is answered with."""
+        content = json.dumps(body, separators=(",", ":")).encode()
+        return await self._json_answer(self._request("POST", path, content), path, timeout)
+
+    async def _json_answer(self, request: bytes, path: str, timeout: float) -> Any:
+        connection = await self._exchange(request, timeout)
         reusable = False
         try:
             while not connection.complete:

@@ -19,8 +19,12 @@ FIM support is detected where the wire tells it: llama.cpp answers `/infill` wit
 ("Infill is not supported by this model: prefix token is missing. ...") for a model without
 FIM tokens, and a server without the endpoint answers 404; either way the user is told once
 and the backend goes on in chat mode. In `fim` and `suffix` modes nothing on the wire tells:
-a server answers 200 with whatever the model makes of FIM tokens it lacks (plain text to it),
-so those modes are not checked; `lsp-spark doctor` shows what each mode answers.
+a server answers 200 with whatever the model makes of FIM tokens it lacks (plain text to it).
+For `fim` mode the vocabulary is checked where the server exposes its tokenizer
+(llama-cpp-python's `/extras/tokenize`): a FIM prefix token that splits into several tokens
+is one the model lacks, told once, and chat is used. Other servers' vocabularies, and the
+FIM template a server applies in `suffix` mode, are not checked; `lsp-spark doctor` shows
+what each mode answers.
 """
 
 from __future__ import annotations
@@ -43,6 +47,9 @@ from lsp_spark.prompts.fim import FIM_TEMPLATES
 CHAT_PATH = "/v1/chat/completions"
 COMPLETIONS_PATH = "/v1/completions"
 MODELS_PATH = "/v1/models"
+TOKENIZE_PATH = "/extras/tokenize"
+"""llama-cpp-python's tokenizer endpoint; it parses special tokens (`special=True`), so a FIM
+token the vocabulary has comes back as one token."""
 INFILL_PATH = "/infill"
 MAX_STOP_SEQUENCES = 4
 PREDICT_SHARE_OF_TIMEOUT = 0.5
@@ -79,6 +86,7 @@ class OpenAICompatibleBackend(Backend):
         self._mode = mode
         self._template = FIM_TEMPLATES[fim_template]
         self._timeout = timeout
+        self._vocabulary_checked = False
         self._actions_timeout = actions_timeout
         # Servers of this kind vary in what else they put in a stream: a chunk that is not
         # JSON is skipped rather than costing the whole suggestion.
@@ -215,6 +223,26 @@ class OpenAICompatibleBackend(Backend):
 
     async def warm(self) -> None:
         await self._http.warm()
+        if self._mode == "fim" and not self._vocabulary_checked:
+            self._vocabulary_checked = True
+            await self._check_fim_vocabulary()
+
+    async def _check_fim_vocabulary(self) -> None:
+        """In fim mode, whether the model has the template's prefix token, where the server
+        can tell (llama-cpp-python); a server without the endpoint leaves it unknown."""
+        marker = self._template.prefix
+        try:
+            answer = await self._http.post_json(TOKENIZE_PATH, {"input": marker}, self._timeout)
+        except BackendError:
+            return
+        tokens = answer.get("tokens") if isinstance(answer, dict) else None
+        if isinstance(tokens, list) and len(tokens) > 1:
+            self._mode = "chat"
+            self.tell(
+                f"lsp-spark: the model at {self._http.address} has no {marker!r} token (its "
+                f"tokenizer splits it into {len(tokens)}): it lacks fimTemplate's FIM tokens; "
+                "completions use chat mode instead."
+            )
 
     async def list_models(self) -> list[str]:
         return model_ids(await self._http.get_json(MODELS_PATH, self._timeout))
