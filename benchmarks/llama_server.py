@@ -58,9 +58,9 @@ from lsp_spark.demo import (  # noqa: E402
     KEYSTROKE_GAP,
     _change,
     _drain,
-    _until_backend_prepared,
     default_fixture,
     pick_holes,
+    until_backend_prepared,
 )
 from lsp_spark.settings import Settings  # noqa: E402
 from lsp_spark.stats import STATS_METHOD  # noqa: E402
@@ -250,7 +250,7 @@ async def type_holes(client: LanguageClient, options: dict[str, Any], holes: int
     client.text_document_did_open(
         types.DidOpenTextDocumentParams(types.TextDocumentItem(uri, "python", 1, "\n".join(lines)))
     )
-    await _until_backend_prepared(client)
+    await until_backend_prepared(client)
     version = 1
     fills: list[dict[str, Any]] = []
     keystrokes = unanswered = errors = 0
