@@ -131,6 +131,35 @@ def test_a_copy_its_record_does_not_vouch_for_is_made_again(
     assert says in message
 
 
+def test_two_installs_of_the_same_weights_share_one_copy(
+    source: Path, copy: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Two virtual environments hold the same weights in two files: a copy made from one
+    serves the other, started in turn, without being made again."""
+    other = tmp_path / "other-venv" / source.name
+    other.parent.mkdir()
+    other.write_bytes(SOURCE_BYTES)
+    make = Reverser()
+    for _ in range(2):
+        assert cached_copy(source, copy, make) == copy
+        assert cached_copy(other, copy, make) == copy
+    assert make.made == 1
+    assert warnings_in(caplog) == []
+
+
+def test_a_source_of_the_same_size_with_other_bytes_is_another_version(
+    source: Path, copy: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    make = Reverser()
+    cached_copy(source, copy, make)
+    source.write_bytes(SOURCE_BYTES[::-1])
+    assert cached_copy(source, copy, make) == copy
+    assert make.made == 2
+    assert copy.read_bytes() == SOURCE_BYTES
+    [message] = warnings_in(caplog)
+    assert "another version" in message
+
+
 def test_the_copy_reaches_the_disk_before_it_takes_its_name(
     source: Path, copy: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -71,9 +71,11 @@ def _stamp(path: Path) -> dict[str, int]:
     }
 
 
-def _source_stamp(source: Path) -> dict[str, int]:
-    status = source.stat()
-    return {"size": status.st_size, "mtimeNs": status.st_mtime_ns}
+def _source_record(source: Path) -> dict[str, Any]:
+    """What the copy was made from: the source's content (size and checksum), and the file
+    last seen holding it. Two installs of the same weights (two virtual environments) are
+    different files with the same content: one copy serves both."""
+    return {"size": source.stat().st_size, DIGEST: _digest(source), "seen": _stamp(source)}
 
 
 def _problem(source: Path, copy: Path, record_path: Path) -> str | None:
@@ -86,10 +88,18 @@ def _problem(source: Path, copy: Path, record_path: Path) -> str | None:
         made_from = record["source"]
     except (OSError, ValueError, TypeError, KeyError):
         return "has no readable record of its size and checksum"
-    if made_from != _source_stamp(source):
-        return f"was made from another version of {source.name}"
+    if not isinstance(made_from, dict):
+        return "has no readable record of its size and checksum"
+    seen = _stamp(source)
+    if made_from.get("seen") != seen:
+        if made_from.get("size") != seen["size"] or made_from.get(DIGEST) != _digest(source):
+            return f"was made from another version of {source.name}"
+        record = record | {"source": made_from | {"seen": seen}}
     stamp = _stamp(copy)
     if record.get("checked") == stamp:
+        if record["source"] is not made_from:
+            with contextlib.suppress(OSError):
+                _write_record(record_path, record)
         return None
     if stamp["size"] != expected_size:
         return f"is damaged: it holds {stamp['size']} bytes, {expected_size} were written"
@@ -117,7 +127,7 @@ def _make(source: Path, copy: Path, record_path: Path, make: Make) -> Path | Non
             digest = hashlib.file_digest(written, DIGEST).hexdigest()
         os.replace(staging, copy)
         record = {
-            "source": _source_stamp(source),
+            "source": _source_record(source),
             "size": copy.stat().st_size,
             DIGEST: digest,
             "checked": _stamp(copy),
