@@ -172,3 +172,14 @@ async def test_the_budget_defaults_per_backend_kind(
     holder.configure(Settings(base_url=cerebras.base_url, **settings))
     assert holder.budget["slots"] == slots
     await holder.aclose()
+
+
+async def test_the_wrapper_names_the_model_the_backend_names_once_warmed() -> None:
+    """The embedded model names the 8-bit copy it loaded only once it has warmed: what the
+    stats and the demo show is the wrapped backend's name at that time, and where it runs."""
+    inner = Streaming()
+    inner.remote = False
+    wrapped = BudgetedBackend(inner, 1)
+    inner.model = "weights.Q8_0"
+    assert wrapped.model == "weights.Q8_0"
+    assert wrapped.remote is False

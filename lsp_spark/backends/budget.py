@@ -167,10 +167,11 @@ class BudgetedBackend(Backend):
     wrapped backend's own."""
 
     def __init__(self, backend: Backend, slots: int) -> None:
-        super().__init__(backend.model)
         self.inner = backend
+        super().__init__(backend.model)
         self.budget = RequestBudget(slots)
         self.name = backend.name
+        self.remote = backend.remote
         self.context_tokens = backend.context_tokens
         self.max_lines = backend.max_lines
         self.action_context_chars = backend.action_context_chars
@@ -199,6 +200,16 @@ class BudgetedBackend(Backend):
             async with contextlib.aclosing(answer) as deltas:
                 async for delta in deltas:
                     yield delta
+
+    @property  # type: ignore[override]
+    def model(self) -> str:
+        """The wrapped backend's model, which may change as it warms (the embedded model
+        names the 8-bit copy it loaded)."""
+        return self.inner.model
+
+    @model.setter
+    def model(self, value: str) -> None:
+        self.inner.model = value
 
     @property
     def count_tokens(self) -> Callable[[str], int] | None:
